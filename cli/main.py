@@ -1,0 +1,28 @@
+"""The `mirrorsim` command: a click group whose subcommands live one per module."""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# command name -> "module:attribute"; modules are imported only when the command runs.
+COMMANDS: dict[str, str] = {}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        return getattr(importlib.import_module(module_name), attr)
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(package_name="mirrorsim")
+def cli() -> None:
+    """mirrorsim: a Kafka-compatible broker with cluster mirroring built in."""
