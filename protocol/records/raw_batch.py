@@ -166,7 +166,9 @@ class RawBatch:
         buf = bytearray(self.data)
         struct.pack_into(">q", buf, 0, base_offset)
         _EPOCH.pack_into(buf, 12, epoch)
-        return _replace_bytes(self, bytes(buf), base_offset=base_offset, partition_leader_epoch=epoch)
+        return _replace_bytes(
+            self, bytes(buf), base_offset=base_offset, partition_leader_epoch=epoch
+        )
 
 
 def _replace_bytes(batch: RawBatch, data: bytes, **changes: int) -> RawBatch:

@@ -1,0 +1,42 @@
+"""The handler contract: one async function per API key, registered with its versions.
+
+ApiVersions advertises exactly what is registered here, so a broker never claims an API
+it cannot serve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorsim.protocol.framing import RequestHeader
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    header: RequestHeader
+    broker: Any  # mirrorsim.broker.server.Broker; typed loosely to keep handlers import-light
+    client_host: str
+    principal: str = "User:ANONYMOUS"
+
+
+Handler = Callable[[RequestContext, Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Registration:
+    handler: Handler
+    min_version: int
+    max_version: int
+
+
+HANDLERS: dict[int, Registration] = {}
+
+
+def handles(api_key: int, *, min_version: int, max_version: int) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        HANDLERS[api_key] = Registration(handler, min_version, max_version)
+        return handler
+
+    return register
