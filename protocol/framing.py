@@ -8,6 +8,9 @@ Rules encoded here (from Kafka's ``RequestHeader``/``ResponseHeader`` schemas):
 - request header v2 for flexible versions, v1 otherwise;
 - response header v1 for flexible versions, v0 otherwise, except ApiVersions, whose
   response header is always v0 so that a client can parse it before negotiating.
+
+Headers and bodies are decoded with ``schema_reader.tolerant_reader``: an unknown tagged
+field (a newer peer) is skipped instead of closing the connection.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
-
 from mirrorsim.protocol.registry import request_class, response_class
+from mirrorsim.protocol.schema_reader import tolerant_reader
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
@@ -76,12 +79,14 @@ def decode_request(payload: bytes | memoryview) -> Request:
     key, version, correlation_id = peek_header(payload)
     cls = request_class(key, version)
     if cls is None:
-        raise FrameError(f"unsupported api key {key} version {version}", correlation_id=correlation_id)
+        raise FrameError(
+            f"unsupported api key {key} version {version}", correlation_id=correlation_id
+        )
     header_cls = _request_header_class(cls.__flexible__)
     try:
-        header, pos = entity_reader(header_cls)(payload, 0)
-        body, size = entity_reader(cls)(payload, pos)
-    except Exception as exc:  # kio raises several exception types for malformed input
+        header, pos = tolerant_reader(header_cls)(payload, 0)
+        body, size = tolerant_reader(cls)(payload, pos)
+    except Exception as exc:  # the readers raise several exception types for malformed input
         raise FrameError(
             f"malformed {cls.__name__} v{version}: {exc}", correlation_id=correlation_id
         ) from exc
@@ -123,17 +128,27 @@ def encode_response(body: Any, *, api_version: int, correlation_id: int) -> byte
     return _with_size(buf)
 
 
-def decode_response(payload: bytes | memoryview, *, api_key: int, api_version: int) -> tuple[int, Any]:
+def decode_response(
+    payload: bytes | memoryview, *, api_key: int, api_version: int
+) -> tuple[int, Any]:
     """(correlation_id, body) of a response payload (without the size prefix)."""
     cls = response_class(api_key, api_version)
     if cls is None:
         raise FrameError(f"unsupported api key {api_key} version {api_version}")
     header_cls = _response_header_class(api_key, cls.__flexible__)
+    correlation_id = _SIZE.unpack_from(payload, 0)[0] if len(payload) >= _SIZE.size else None
     try:
-        header, pos = entity_reader(header_cls)(payload, 0)
-        body, _ = entity_reader(cls)(payload, pos)
+        header, pos = tolerant_reader(header_cls)(payload, 0)
+        body, size = tolerant_reader(cls)(payload, pos)
     except Exception as exc:
-        raise FrameError(f"malformed {cls.__name__} v{api_version}: {exc}") from exc
+        raise FrameError(
+            f"malformed {cls.__name__} v{api_version}: {exc}", correlation_id=correlation_id
+        ) from exc
+    if pos + size != len(payload):
+        raise FrameError(
+            f"{len(payload) - pos - size} trailing bytes after {cls.__name__} v{api_version}",
+            correlation_id=correlation_id,
+        )
     return int(header.correlation_id), body
 
 

@@ -1,0 +1,166 @@
+"""Frame splitting, request/response headers and their version rules."""
+
+import datetime
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kio.schema.api_versions.v3.response import ApiVersionsResponse
+from kio.schema.errors import ErrorCode as KioErrorCode
+from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
+from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
+from mirrorsim.protocol.framing import (
+    FrameError,
+    FrameSplitter,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    peek_header,
+)
+from mirrorsim.protocol.messages.delete_mirror import DeleteMirrorRequest, DeleteMirrorResponse
+
+frames_payloads = st.lists(st.binary(max_size=40), min_size=1, max_size=6)
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+@settings(max_examples=100)
+@given(payloads=frames_payloads, data=st.data())
+def test_splitter_reassembles_frames_from_any_chunking(
+    payloads: list[bytes], data: st.DataObject
+) -> None:
+    stream = b"".join(_frame(p) for p in payloads)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=10)))
+    splitter = FrameSplitter()
+    out: list[bytes] = []
+    previous = 0
+    for cut in [*cuts, len(stream)]:
+        out += splitter.feed(stream[previous:cut])
+        previous = cut
+    assert out == payloads
+
+
+def test_splitter_fed_byte_by_byte() -> None:
+    payloads = [b"", b"a", b"hello world" * 20]
+    stream = b"".join(_frame(p) for p in payloads)
+    splitter = FrameSplitter()
+    out = [frame for i in range(len(stream)) for frame in splitter.feed(stream[i : i + 1])]
+    assert out == payloads
+
+
+@pytest.mark.parametrize("size", [-1, -(2**31), 1025])
+def test_splitter_rejects_negative_and_oversized_frames(size: int) -> None:
+    splitter = FrameSplitter(max_frame_size=1024)
+    with pytest.raises(FrameError):
+        splitter.feed(struct.pack(">i", size) + b"x")
+
+
+def test_splitter_holds_partial_frame() -> None:
+    splitter = FrameSplitter()
+    assert splitter.feed(struct.pack(">i", 10) + b"12345") == []
+    assert splitter.feed(b"67890" + struct.pack(">i", 1)) == [b"1234567890"]
+    assert splitter.feed(b"z") == [b"z"]
+
+
+def _payload(frame: bytes) -> bytes:
+    (size,) = struct.unpack_from(">i", frame)
+    assert size == len(frame) - 4
+    return frame[4:]
+
+
+def test_flexible_request_round_trip_uses_header_v2() -> None:
+    body = MetadataRequestV12(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
+    frame = encode_request(body, api_version=12, correlation_id=9, client_id="me")
+    payload = _payload(frame)
+    # header v2: key, version, correlation id, legacy client id, then an empty tag section
+    assert payload[:12] == struct.pack(">hhih", 3, 12, 9, 2) + b"me"
+    assert payload[12] == 0
+    request = decode_request(payload)
+    assert (request.header.api_key, request.header.api_version) == (3, 12)
+    assert request.header.client_id == "me"
+    assert request.body == body
+
+
+def test_legacy_request_uses_header_v1_without_tags() -> None:
+    body = MetadataRequestV4(topics=None, allow_auto_topic_creation=True)
+    payload = _payload(encode_request(body, api_version=4, correlation_id=1, client_id=None))
+    assert payload[:10] == struct.pack(">hhih", 3, 4, 1, -1)
+    assert decode_request(payload).body == body
+
+
+def test_api_versions_response_header_is_always_v0() -> None:
+    """Clients parse it before knowing flexible versions: no tag section after the id."""
+    body = ApiVersionsResponse(
+        error_code=KioErrorCode.none, api_keys=(), throttle_time=datetime.timedelta(0)
+    )
+    payload = _payload(encode_response(body, api_version=3, correlation_id=12))
+    assert payload[:4] == struct.pack(">i", 12)
+    assert payload[4:6] == struct.pack(">h", 0)  # error code follows the correlation id
+    assert decode_response(payload, api_key=18, api_version=3) == (12, body)
+
+
+def test_flexible_response_header_is_v1() -> None:
+    body = DeleteMirrorResponse(
+        throttle_time=datetime.timedelta(0), error_code=0, error_message=None
+    )
+    payload = _payload(encode_response(body, api_version=0, correlation_id=3))
+    assert payload[:5] == struct.pack(">i", 3) + b"\x00"
+    assert decode_response(payload, api_key=104, api_version=0) == (3, body)
+
+
+def test_trailing_bytes_after_request_are_an_error() -> None:
+    payload = _payload(
+        encode_request(
+            DeleteMirrorRequest(mirror_name="m"), api_version=0, correlation_id=4, client_id="c"
+        )
+    )
+    with pytest.raises(FrameError) as caught:
+        decode_request(payload + b"\x00")
+    assert caught.value.correlation_id == 4
+
+
+def test_trailing_bytes_after_response_are_an_error() -> None:
+    body = DeleteMirrorResponse(throttle_time=datetime.timedelta(0), error_code=0)
+    payload = _payload(encode_response(body, api_version=0, correlation_id=8))
+    with pytest.raises(FrameError) as caught:
+        decode_response(payload + b"junk", api_key=104, api_version=0)
+    assert caught.value.correlation_id == 8
+
+
+def test_header_too_short_has_no_correlation_id() -> None:
+    with pytest.raises(FrameError) as caught:
+        decode_request(b"\x00\x12\x00")
+    assert caught.value.correlation_id is None
+
+
+def test_unknown_api_key_keeps_correlation_id() -> None:
+    with pytest.raises(FrameError) as caught:
+        decode_request(struct.pack(">hhi", 999, 0, 31))
+    assert caught.value.correlation_id == 31
+
+
+def test_unsupported_version_keeps_correlation_id() -> None:
+    with pytest.raises(FrameError) as caught:
+        decode_request(struct.pack(">hhi", 94, 1, 55) + b"\x00\x00\x00")
+    assert caught.value.correlation_id == 55
+
+
+def test_truncated_client_id_keeps_correlation_id() -> None:
+    payload = struct.pack(">hhih", 18, 3, 66, 10) + b"abc"
+    assert peek_header(payload) == (18, 3, 66)
+    with pytest.raises(FrameError) as caught:
+        decode_request(payload)
+    assert caught.value.correlation_id == 66
+
+
+def test_truncated_response_keeps_correlation_id() -> None:
+    payload = struct.pack(">i", 21) + b"\x00"
+    with pytest.raises(FrameError) as caught:
+        decode_response(payload, api_key=18, api_version=3)
+    assert caught.value.correlation_id == 21
