@@ -1,0 +1,189 @@
+"""Fetch (api key 1, v4..v19): sessions, long polling and per-partition reads.
+
+The session cache (KIP-227) turns the request into the set of partitions to read and,
+afterwards, into the set of partitions to answer; the replica manager does the reading and
+the waiting. v13+ names topics by id; an id this broker does not know is answered with
+UNKNOWN_TOPIC_ID for that partition. v19 adds the mirror leader epoch (KIP-1279), which is
+-1 until the partition is mirrored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.replica import (
+    FetchKey,
+    FetchOutcome,
+    FetchParams,
+    PartitionFetch,
+    PartitionOutcome,
+    ReplicaManager,
+)
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import FETCH_MIRROR_VERSION
+
+FETCH_KEY = 1
+TOPIC_IDS_VERSION = 13
+SESSIONS_VERSION = 7
+REPLICA_STATE_VERSION = 15
+
+
+@handles(FETCH_KEY, min_version=4, max_version=FETCH_MIRROR_VERSION)
+async def handle(ctx: RequestContext, body: Any) -> Any:
+    manager: ReplicaManager = ctx.broker.replica_manager
+    version = ctx.header.api_version
+    params = _params(body, version)
+    requested = dict(_requested_partitions(manager, body.topics, version))
+    forgotten = list(_forgotten_partitions(manager, body, version))
+    session_id = body.session_id if version >= SESSIONS_VERSION else 0
+    epoch = body.session_epoch if version >= SESSIONS_VERSION else -1
+    try:
+        context = manager.fetch_sessions.new_context(
+            session_id, epoch, requested, forgotten, privileged=params.is_from_follower
+        )
+    except KafkaError as exc:
+        return respond(
+            body,
+            {
+                "throttle_time": NO_THROTTLE,
+                "error_code": exc.code,
+                "session_id": 0,
+                "responses": [],
+            },
+        )
+    to_read = context.partitions()
+    readable = {key: fetch for key, fetch in to_read.items() if key.topic}
+    outcomes: dict[FetchKey, FetchOutcome] = dict(await manager.fetch(params, readable))
+    for key in to_read:
+        if not key.topic:
+            outcomes[key] = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+    response_session, included = context.build_response(
+        {key: _summary(outcome) for key, outcome in outcomes.items()}
+    )
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": ErrorCode.NONE,
+            "session_id": response_session,
+            "responses": _topic_responses(manager, included, outcomes),
+        },
+    )
+
+
+def _params(body: Any, version: int) -> FetchParams:
+    if version >= REPLICA_STATE_VERSION:
+        replica_id = body.replica_state.replica_id
+    else:
+        replica_id = body.replica_id
+    return FetchParams(
+        replica_id=int(replica_id),
+        max_wait_ms=int(body.max_wait.total_seconds() * 1000),
+        min_bytes=int(body.min_bytes),
+        max_bytes=int(body.max_bytes),
+        isolation_level=int(body.isolation_level),
+    )
+
+
+def _key(manager: ReplicaManager, topic: Any, version: int, partition: int) -> FetchKey:
+    if version >= TOPIC_IDS_VERSION:
+        return FetchKey(manager.topic_name(topic.topic_id) or "", partition, topic.topic_id)
+    return FetchKey(topic.topic, partition)
+
+
+def _requested_partitions(
+    manager: ReplicaManager, topics: Iterable[Any], version: int
+) -> Iterable[tuple[FetchKey, PartitionFetch]]:
+    for topic in topics:
+        for p in topic.partitions:
+            yield (
+                _key(manager, topic, version, p.partition),
+                PartitionFetch(
+                    fetch_offset=int(p.fetch_offset),
+                    partition_max_bytes=int(p.partition_max_bytes),
+                    current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
+                    last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
+                    log_start_offset=int(getattr(p, "log_start_offset", -1)),
+                ),
+            )
+
+
+def _forgotten_partitions(manager: ReplicaManager, body: Any, version: int) -> Iterable[FetchKey]:
+    for topic in getattr(body, "forgotten_topics_data", ()):
+        for index in topic.partitions:
+            yield _key(manager, topic, version, int(index))
+
+
+def _summary(outcome: FetchOutcome) -> PartitionOutcome:
+    if isinstance(outcome, KafkaError):
+        return PartitionOutcome(outcome.code, -1, -1, -1, 0)
+    return PartitionOutcome(
+        ErrorCode.NONE,
+        outcome.high_watermark,
+        outcome.last_stable_offset,
+        outcome.log_start_offset,
+        len(outcome.records),
+        diverging=outcome.diverging_epoch is not None,
+    )
+
+
+def _topic_responses(
+    manager: ReplicaManager, included: list[FetchKey], outcomes: Mapping[FetchKey, FetchOutcome]
+) -> list[dict[str, Any]]:
+    grouped: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    for key in included:
+        grouped.setdefault((key.topic, key.topic_id), []).append(
+            _partition_data(manager, key, outcomes[key])
+        )
+    return [
+        {"topic": topic, "topic_id": topic_id, "partitions": partitions}
+        for (topic, topic_id), partitions in grouped.items()
+    ]
+
+
+def _partition_data(
+    manager: ReplicaManager, key: FetchKey, outcome: FetchOutcome
+) -> dict[str, Any]:
+    if isinstance(outcome, KafkaError):
+        data: dict[str, Any] = {
+            "partition_index": key.partition,
+            "error_code": outcome.code,
+            "high_watermark": -1,
+            "last_stable_offset": -1,
+            "log_start_offset": -1,
+            "aborted_transactions": None,
+            "records": b"",
+        }
+        if outcome.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
+            data["current_leader"] = _current_leader(manager, key)
+        return data
+    data = {
+        "partition_index": key.partition,
+        "error_code": ErrorCode.NONE,
+        "high_watermark": outcome.high_watermark,
+        "last_stable_offset": outcome.last_stable_offset,
+        "log_start_offset": outcome.log_start_offset,
+        "aborted_transactions": None
+        if outcome.aborted_transactions is None
+        else [
+            {"producer_id": pid, "first_offset": first}
+            for pid, first in outcome.aborted_transactions
+        ],
+        "preferred_read_replica": -1,
+        "records": outcome.records,
+    }
+    if outcome.diverging_epoch is not None:
+        epoch, end_offset = outcome.diverging_epoch
+        data["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
+    return data
+
+
+def _current_leader(manager: ReplicaManager, key: FetchKey) -> dict[str, int]:
+    try:
+        partition = manager.partition(key.topic, key.partition)
+    except KafkaError:
+        return {"leader_id": -1, "leader_epoch": -1}
+    return {"leader_id": partition.state.leader, "leader_epoch": partition.leader_epoch}

@@ -1,0 +1,91 @@
+"""Produce (api key 0, v3..v13): append each partition's batch through the replica manager.
+
+Partitions are appended concurrently so that acks=all waits overlap. v13 names topics by
+id. With acks=0 the client expects no response at all, so the handler returns None.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from typing import Any
+
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.replica import AppendResult, ReplicaManager
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+PRODUCE_KEY = 0
+
+
+@handles(PRODUCE_KEY, min_version=3, max_version=13)
+async def handle(ctx: RequestContext, body: Any) -> Any:
+    manager: ReplicaManager = ctx.broker.replica_manager
+    by_id = ctx.header.api_version >= 13
+    pending = []
+    for topic_data in body.topic_data:
+        name = manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
+        unknown = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        for data in topic_data.partition_data:
+            pending.append(_produce_partition(manager, name, data, body, unknown))
+    results = iter(await asyncio.gather(*pending))
+    responses = [
+        {
+            "name": getattr(topic_data, "name", None),
+            "topic_id": getattr(topic_data, "topic_id", None),
+            "partition_responses": [next(results) for _ in topic_data.partition_data],
+        }
+        for topic_data in body.topic_data
+    ]
+    if body.acks == 0:
+        return None
+    return respond(body, {"responses": responses, "throttle_time": NO_THROTTLE})
+
+
+async def _produce_partition(
+    manager: ReplicaManager, topic: str | None, data: Any, body: Any, unknown: ErrorCode
+) -> dict[str, Any]:
+    try:
+        if topic is None:
+            raise KafkaError(unknown)
+        if data.records is None:
+            raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request carries no records")
+        result = await manager.append_records(
+            topic,
+            data.index,
+            bytes(data.records),
+            required_acks=body.acks,
+            timeout_ms=int(body.timeout.total_seconds() * 1000),
+        )
+    except KafkaError as exc:
+        return _partition_error(data.index, exc)
+    return _partition_success(data.index, result)
+
+
+def _partition_success(index: int, result: AppendResult) -> dict[str, Any]:
+    append_time = None
+    if result.log_append_time_ms >= 0:
+        append_time = datetime.datetime.fromtimestamp(
+            result.log_append_time_ms / 1000, tz=datetime.UTC
+        )
+    return {
+        "index": index,
+        "error_code": ErrorCode.NONE,
+        "base_offset": result.base_offset,
+        "log_append_time": append_time,
+        "log_start_offset": result.log_start_offset,
+        "record_errors": (),
+        "error_message": None,
+    }
+
+
+def _partition_error(index: int, error: KafkaError) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": error.code,
+        "base_offset": -1,
+        "log_append_time": None,
+        "log_start_offset": -1,
+        "record_errors": (),
+        "error_message": error.message,
+    }

@@ -1,0 +1,355 @@
+"""The broker's replica manager: the partitions this broker hosts and their data path.
+
+The Broker tells it which partitions exist and who leads them (``apply_partition_state``);
+the Produce, Fetch, ListOffsets, OffsetForLeaderEpoch and DeleteRecords handlers call it.
+It owns the delayed operations: a Produce with acks=all waits until the ISR has the batch
+(the high watermark passes it), and a Fetch waits up to ``max.wait.ms`` for ``min.bytes``.
+Both are woken by the purgatory whenever a partition's log or high watermark changes.
+
+Errors are raised as ``KafkaError``; per-partition results of a multi-partition Fetch carry
+the ``KafkaError`` in place of the data so the handler can answer partition by partition.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from mirrorsim.broker.log.config import LogConfig
+from mirrorsim.broker.log.errors import DuplicateSequenceError, LogError
+from mirrorsim.broker.log.log_manager import LogManager
+from mirrorsim.broker.replica.fetch_session import FetchKey, FetchSessionCache, PartitionFetch
+from mirrorsim.broker.replica.partition import (
+    READ_COMMITTED,
+    AppendResult,
+    Partition,
+    PartitionRead,
+)
+from mirrorsim.broker.replica.partition_state import PartitionState
+from mirrorsim.broker.replica.producer_ids import ProducerIdAllocator
+from mirrorsim.broker.replica.purgatory import Purgatory
+from mirrorsim.broker.replica.validation import (
+    TimestampPolicy,
+    split_produced_batches,
+    validate_client_batches,
+)
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+NO_TIMESTAMP = -1
+NO_OFFSET = -1
+DEBUGGING_REPLICA_ID = -2
+VALID_ACKS = (-1, 0, 1)
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class FetchParams:
+    """The request-level knobs of one Fetch."""
+
+    replica_id: int = -1
+    max_wait_ms: int = 0
+    min_bytes: int = 1
+    max_bytes: int = 2**31 - 1
+    isolation_level: int = 0
+
+    @property
+    def is_from_follower(self) -> bool:
+        return self.replica_id >= 0
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndTimestamp:
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+FetchOutcome = PartitionRead | KafkaError
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        log_manager: LogManager,
+        clock: Callable[[], int] = wall_clock_ms,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self._log_manager = log_manager
+        self._clock = clock
+        self._partitions: dict[tuple[str, int], Partition] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._purgatory = Purgatory()
+        self._stopping = False
+        self.fetch_sessions = FetchSessionCache(clock=clock)
+        directory = data_dir if data_dir is not None else Path(log_manager.data_dir)
+        self.producer_ids = ProducerIdAllocator(directory, broker_id)
+
+    async def start(self) -> None:
+        self._stopping = False
+
+    async def stop(self) -> None:
+        """Complete every parked request now; they answer with what they have."""
+        self._stopping = True
+        self._purgatory.notify_all()
+
+    # -- metadata ---------------------------------------------------------------------
+
+    async def apply_partition_state(self, state: PartitionState) -> None:
+        """Create, lead or follow a partition as the cluster metadata says."""
+        key = (state.topic, state.partition)
+        if self.broker_id not in state.replicas:
+            await self.remove_partition(state.topic, state.partition, delete=True)
+            return
+        partition = self._partitions.get(key)
+        if partition is None:
+            partition_log = self._log_manager.get_or_create(
+                state.topic,
+                state.partition,
+                LogConfig.from_topic_config(state.configs),
+                topic_id=state.topic_id,
+            )
+            partition = Partition(self.broker_id, state, partition_log, self._clock)
+            self._partitions[key] = partition
+            partition.apply_state(state)
+        else:
+            if partition.state.configs != state.configs:
+                partition.log.update_config(LogConfig.from_topic_config(state.configs))
+            partition.apply_state(state)
+        self._topic_ids[state.topic] = state.topic_id
+        self._purgatory.notify(key)
+
+    async def remove_partition(self, topic: str, partition: int, *, delete: bool = True) -> None:
+        key = (topic, partition)
+        removed = self._partitions.pop(key, None)
+        if removed is not None and delete:
+            self._log_manager.delete(topic, partition)
+        if not any(t == topic for t, _ in self._partitions):
+            self._topic_ids.pop(topic, None)
+        self._purgatory.notify(key)
+
+    def partition(self, topic: str, partition: int) -> Partition:
+        found = self._partitions.get((topic, partition))
+        if found is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return found
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def delayed_operation_count(self, topic: str, partition: int) -> int:
+        """Requests parked on the partition (Kafka's purgatory size, per partition)."""
+        return self._purgatory.watcher_count((topic, partition))
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        return self._topic_ids.get(topic)
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        for name, known_id in self._topic_ids.items():
+            if known_id == topic_id:
+                return name
+        return None
+
+    # -- produce ----------------------------------------------------------------------
+
+    async def append_records(
+        self, topic: str, partition: int, records: bytes, *, required_acks: int, timeout_ms: int
+    ) -> AppendResult:
+        """Validate and append one partition's Produce data as leader; wait for acks=all."""
+        if required_acks not in VALID_ACKS:
+            raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
+        target = self.partition(topic, partition)
+        target.check_writable(required_acks)
+        now = self._clock()
+        policy = TimestampPolicy.from_topic_config(target.state.configs)
+        batches = validate_client_batches(split_produced_batches(records), policy, now)
+        try:
+            result = target.append_as_leader(batches, now)
+        except DuplicateSequenceError as exc:
+            return AppendResult(exc.first_offset, exc.last_offset, -1, target.log_start_offset)
+        except LogError as exc:
+            raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        self._purgatory.notify((topic, partition))
+        if required_acks == -1:
+            await self._wait_for_isr(target, result.last_offset, timeout_ms)
+        return result
+
+    async def _wait_for_isr(self, target: Partition, last_offset: int, timeout_ms: int) -> None:
+        acknowledged = await self._purgatory.wait_until(
+            [(target.topic, target.index)],
+            lambda: self._stopping or not target.is_leader or target.is_acknowledged(last_offset),
+            timeout_ms / 1000,
+        )
+        if not target.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        if not acknowledged or not target.is_acknowledged(last_offset):
+            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT)
+        if len(target.state.isr) < target.state.min_insync_replicas():
+            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+
+    # -- fetch ------------------------------------------------------------------------
+
+    async def fetch(
+        self, params: FetchParams, partitions: Mapping[FetchKey, PartitionFetch]
+    ) -> dict[FetchKey, FetchOutcome]:
+        """Read every partition; park until ``min_bytes`` are there or ``max_wait_ms`` passes.
+
+        Kafka answers at once when the wait is zero, when nothing is asked, when enough bytes
+        are ready, or when any partition has an error or a diverging epoch.
+        """
+        if params.is_from_follower:
+            self._record_follower_fetches(params.replica_id, partitions)
+        outcomes = self._read_all(params, partitions)
+        if params.max_wait_ms <= 0 or not partitions or _satisfied(outcomes, params.min_bytes):
+            return outcomes
+
+        def ready() -> bool:
+            nonlocal outcomes
+            if self._stopping:
+                return True
+            outcomes = self._read_all(params, partitions)
+            return _satisfied(outcomes, params.min_bytes)
+
+        keys = [(key.topic, key.partition) for key in partitions]
+        await self._purgatory.wait_until(keys, ready, params.max_wait_ms / 1000)
+        return outcomes
+
+    def _record_follower_fetches(
+        self, replica_id: int, partitions: Mapping[FetchKey, PartitionFetch]
+    ) -> None:
+        for key, fetch in partitions.items():
+            found = self._partitions.get((key.topic, key.partition))
+            if (
+                found is not None
+                and found.is_leader
+                and replica_id in found.followers
+                and found.record_follower_fetch(replica_id, fetch.fetch_offset)
+            ):
+                self._purgatory.notify((key.topic, key.partition))
+
+    def _read_all(
+        self, params: FetchParams, partitions: Mapping[FetchKey, PartitionFetch]
+    ) -> dict[FetchKey, FetchOutcome]:
+        """KIP-74: limits are soft for the first batch of the first partition with data."""
+        remaining = params.max_bytes
+        min_one_message = True
+        outcomes: dict[FetchKey, FetchOutcome] = {}
+        for key, fetch in partitions.items():
+            try:
+                read = self.partition(key.topic, key.partition).read(
+                    fetch,
+                    replica_id=params.replica_id,
+                    isolation_level=params.isolation_level,
+                    max_bytes=min(fetch.partition_max_bytes, remaining),
+                    min_one_message=min_one_message,
+                )
+            except KafkaError as exc:
+                outcomes[key] = exc
+                continue
+            outcomes[key] = read
+            if read.records:
+                remaining = max(0, remaining - len(read.records))
+                min_one_message = False
+        return outcomes
+
+    # -- offsets ----------------------------------------------------------------------
+
+    def list_offset(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        *,
+        isolation_level: int = 0,
+        current_leader_epoch: int = -1,
+        replica_id: int = -1,
+    ) -> OffsetAndTimestamp:
+        """ListOffsets for one partition, as Kafka's ``Partition.fetchOffsetForTimestamp``."""
+        target = self.partition(topic, partition)
+        target.check_leader_epoch(
+            current_leader_epoch, require_leader=replica_id != DEBUGGING_REPLICA_ID
+        )
+        if replica_id >= 0 or replica_id == DEBUGGING_REPLICA_ID:
+            last_fetchable = target.log_end_offset
+        elif isolation_level == READ_COMMITTED:
+            last_fetchable = target.last_stable_offset
+        else:
+            last_fetchable = target.high_watermark
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            start = target.log_start_offset
+            epoch = target.log.epoch_cache.epoch_for_offset(start)
+            return OffsetAndTimestamp(NO_TIMESTAMP, start, -1 if epoch is None else epoch)
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(NO_TIMESTAMP, last_fetchable, target.leader_epoch)
+        if timestamp == MAX_TIMESTAMP:
+            found = target.log.max_timestamp_offset()
+        elif timestamp >= 0:
+            found = target.log.offset_for_timestamp(timestamp)
+        else:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported timestamp {timestamp}")
+        if found is None or found.offset >= last_fetchable:
+            return OffsetAndTimestamp(NO_TIMESTAMP, NO_OFFSET, -1)
+        epoch = -1 if found.leader_epoch is None else found.leader_epoch
+        return OffsetAndTimestamp(found.timestamp, found.offset, epoch)
+
+    def last_offset_for_leader_epoch(
+        self,
+        topic: str,
+        partition: int,
+        leader_epoch: int,
+        *,
+        current_leader_epoch: int = -1,
+        replica_id: int = -1,
+    ) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch; followers and consumers need the leader."""
+        target = self.partition(topic, partition)
+        target.check_leader_epoch(
+            current_leader_epoch, require_leader=replica_id != DEBUGGING_REPLICA_ID
+        )
+        return target.end_offset_for_epoch(leader_epoch)
+
+    def delete_records(self, topic: str, partition: int, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (-1: the high watermark); the low watermark."""
+        target = self.partition(topic, partition)
+        target.check_leader_epoch(-1, require_leader=True)
+        if target.state.configs.get("cleanup.policy", "delete").strip() == "compact":
+            raise KafkaError(
+                ErrorCode.POLICY_VIOLATION,
+                f"Records of partition {topic}-{partition} can not be deleted due to the "
+                f"configured policy",
+            )
+        if offset == -1:
+            offset = target.high_watermark
+        if offset < 0 or offset > target.high_watermark:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{topic}-{partition} since it is larger than the high watermark "
+                f"{target.high_watermark}",
+            )
+        target.log.maybe_increment_log_start_offset(offset)
+        return target.log_start_offset
+
+
+def _satisfied(outcomes: Mapping[FetchKey, FetchOutcome], min_bytes: int) -> bool:
+    accumulated = 0
+    for outcome in outcomes.values():
+        if isinstance(outcome, KafkaError) or outcome.diverging_epoch is not None:
+            return True
+        accumulated += len(outcome.records)
+    return accumulated >= min_bytes

@@ -1,0 +1,35 @@
+"""What the cluster metadata says about one partition, as the broker hands it over."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+from mirrorsim.broker.config import MIRROR_NAME
+
+REMOVED_SUFFIX = ".removed"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    topic: str
+    partition: int
+    topic_id: uuid.UUID
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+    configs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_read_only(self) -> bool:
+        """A mirror topic refuses client writes until its mirror is removed (spec: STOPPED).
+
+        ``mirror.name`` set without the ``.removed`` suffix (``.paused`` included) means the
+        mirror still owns the data.
+        """
+        mirror = self.configs.get(MIRROR_NAME)
+        return bool(mirror) and not mirror.endswith(REMOVED_SUFFIX)
+
+    def min_insync_replicas(self) -> int:
+        return int(self.configs.get("min.insync.replicas", "1"))

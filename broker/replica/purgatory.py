@@ -1,0 +1,67 @@
+"""Delayed operations: requests parked until a partition changes or their time runs out.
+
+Kafka's purgatory keys each delayed operation by the partitions it cares about; whoever
+changes a partition (an append, a high-watermark move, a leadership change) completes the
+watchers of that key, and each woken operation re-checks its own condition. Here an
+operation is one asyncio future registered under several keys: ``notify(key)`` resolves
+every future watching ``key``, and ``wait_until`` loops "check, then wait for the next
+change" until the condition holds or the deadline passes. Nothing polls and nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Hashable, Iterable
+
+
+class Purgatory:
+    def __init__(self) -> None:
+        self._watchers: dict[Hashable, set[asyncio.Future[None]]] = {}
+
+    def watcher_count(self, key: Hashable) -> int:
+        return len(self._watchers.get(key, ()))
+
+    def notify(self, key: Hashable) -> None:
+        """Wake every operation watching ``key``; each decides for itself if it is done."""
+        for future in self._watchers.pop(key, ()):
+            if not future.done():
+                future.set_result(None)
+
+    def notify_all(self) -> None:
+        for key in list(self._watchers):
+            self.notify(key)
+
+    async def wait_for_change(self, keys: Iterable[Hashable], timeout: float) -> bool:
+        """Wait until one of ``keys`` is notified (True) or ``timeout`` seconds pass (False)."""
+        keys = list(keys)
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._watchers.setdefault(key, set()).add(future)
+        try:
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            for key in keys:
+                watchers = self._watchers.get(key)
+                if watchers is not None:
+                    watchers.discard(future)
+                    if not watchers:
+                        del self._watchers[key]
+
+    async def wait_until(
+        self,
+        keys: Iterable[Hashable],
+        condition: Callable[[], bool],
+        timeout: float,
+    ) -> bool:
+        """Whether ``condition`` became true before ``timeout`` seconds passed."""
+        keys = list(keys)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not condition():
+            remaining = deadline - loop.time()
+            if remaining <= 0 or not await self.wait_for_change(keys, remaining):
+                return condition()
+        return True
