@@ -1,0 +1,856 @@
+"""Kafka's Admin API in snake_case, plus KIP-1279's mirror management methods.
+
+Every method describes its request once (see ``mirrorsim.client.builder``) and the cluster
+client builds it at the version the target broker supports. Batch operations return a
+``Results`` mapping each entity to None or its ``KafkaError``; a request-wide error is
+raised. Retriable errors (connection loss, NOT_CONTROLLER, COORDINATOR_LOAD_IN_PROGRESS,
+...) are retried with backoff until ``default.api.timeout.ms``.
+
+Routing follows Kafka's admin client: topic creation, deletion and partition changes go to
+the controller; partition-scoped calls go to each partition's leader; group calls go to
+the group coordinator; everything else, including the mirror RPCs (the receiving broker
+forwards them to the controller), goes to any broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import threading
+import uuid
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, TypeVar
+
+from mirrorsim.client.admin_types import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOp,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    IsolationLevel,
+    ListOffsetsResultInfo,
+    MemberDescription,
+    MirrorDescription,
+    MirrorListing,
+    MirrorPartitionDescription,
+    NewTopic,
+    OffsetAndMetadata,
+    PatternType,
+    ResourceType,
+    Results,
+    TopicDescription,
+    TopicPartition,
+)
+from mirrorsim.client.cluster import BrokerInfo, ClusterClient, CoordinatorType, RequestSpec
+from mirrorsim.client.errors import error_from_wire, raise_for_error
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import MirrorApiKey
+
+T = TypeVar("T")
+_ZERO_UUID = uuid.UUID(int=0)
+MATCH_ALL_ACLS = AclBindingFilter()
+
+
+class ApiKey:
+    LIST_OFFSETS = 2
+    OFFSET_COMMIT = 8
+    OFFSET_FETCH = 9
+    DESCRIBE_GROUPS = 15
+    LIST_GROUPS = 16
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
+    INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLUSTER = 60
+
+
+class Admin:
+    """Async admin client: ``async with Admin(bootstrap=...) as admin: ...``."""
+
+    def __init__(
+        self,
+        bootstrap: str,
+        *,
+        config: Mapping[str, str] = MappingProxyType({}),
+        client_id: str = "mirrorsim-admin",
+    ) -> None:
+        self.cluster = ClusterClient(bootstrap, client_id=client_id, config=config)
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        await self.cluster.start()
+
+    async def close(self) -> None:
+        await self.cluster.close()
+
+    @classmethod
+    def sync(
+        cls,
+        bootstrap: str,
+        *,
+        config: Mapping[str, str] = MappingProxyType({}),
+        client_id: str = "mirrorsim-admin",
+    ) -> SyncAdmin:
+        """A blocking facade for scripts and the CLI; call ``close()`` (or use ``with``)."""
+        return SyncAdmin(cls(bootstrap, config=config, client_id=client_id))
+
+    @property
+    def _timeout(self) -> datetime.timedelta:
+        return datetime.timedelta(milliseconds=self.cluster.config.request_timeout_ms)
+
+    # Topics
+
+    async def create_topics(
+        self, new_topics: Iterable[NewTopic], *, validate_only: bool = False
+    ) -> Results[str]:
+        topics = [
+            {
+                "name": t.name,
+                "num_partitions": t.num_partitions,
+                "replication_factor": t.replication_factor,
+                "assignments": [
+                    {"partition_index": p, "broker_ids": list(replicas)}
+                    for p, replicas in (t.replica_assignments or {}).items()
+                ],
+                "configs": [{"name": k, "value": v} for k, v in t.configs.items()],
+            }
+            for t in new_topics
+        ]
+        spec = RequestSpec(
+            ApiKey.CREATE_TOPICS,
+            {"topics": topics, "timeout": self._timeout, "validate_only": validate_only},
+        )
+        response = await self._to_controller(spec)
+        return Results(
+            {t.name: error_from_wire(t.error_code, t.error_message) for t in response.topics}
+        )
+
+    async def delete_topics(self, topics: Iterable[str]) -> Results[str]:
+        names = list(topics)
+        spec = RequestSpec(
+            ApiKey.DELETE_TOPICS,
+            {
+                "topics": [{"name": n, "topic_id": _ZERO_UUID} for n in names],
+                "topic_names": names,
+                "timeout": self._timeout,
+            },
+        )
+        response = await self._to_controller(spec)
+        return Results(
+            {
+                r.name: error_from_wire(r.error_code, getattr(r, "error_message", None))
+                for r in response.responses
+            }
+        )
+
+    async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        metadata = await self.cluster.retrying(self.cluster.refresh_metadata)
+        return sorted(
+            name for name, t in metadata.topics.items() if include_internal or not t.is_internal
+        )
+
+    async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
+        """Raises the first topic's error at once (UNKNOWN_TOPIC_OR_PARTITION for a missing
+        topic), as Kafka's Admin does, rather than retrying until the api timeout."""
+        names = list(topics)
+        metadata = await self.cluster.retrying(lambda: self.cluster.refresh_metadata(names))
+        described = {}
+        for name in names:
+            info = metadata.topics.get(name)
+            if info is None:
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name}")
+            raise_for_error(info.error, f"topic {name}")
+            partitions = tuple(info.partitions[p] for p in sorted(info.partitions))
+            described[name] = TopicDescription(name, info.topic_id, info.is_internal, partitions)
+        return described
+
+    async def create_partitions(
+        self, new_counts: Mapping[str, int], *, validate_only: bool = False
+    ) -> Results[str]:
+        spec = RequestSpec(
+            ApiKey.CREATE_PARTITIONS,
+            {
+                "topics": [
+                    {"name": n, "count": c, "assignments": None} for n, c in new_counts.items()
+                ],
+                "timeout": self._timeout,
+                "validate_only": validate_only,
+            },
+        )
+        response = await self._to_controller(spec)
+        return Results(
+            {r.name: error_from_wire(r.error_code, r.error_message) for r in response.results}
+        )
+
+    # Configs
+
+    async def describe_configs(
+        self, resources: Iterable[ConfigResource]
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
+        wanted = list(resources)
+        spec = RequestSpec(
+            ApiKey.DESCRIBE_CONFIGS,
+            {
+                "resources": [
+                    {"resource_type": r.type, "resource_name": r.name, "configuration_keys": None}
+                    for r in wanted
+                ],
+                "include_synonyms": False,
+                "include_documentation": False,
+            },
+        )
+        response = await self._to_any(spec)
+        described: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        for result in response.results:
+            resource = ConfigResource(_config_type(result.resource_type), result.resource_name)
+            raise_for_error(result.error_code, result.error_message)
+            described[resource] = {
+                c.name: ConfigEntry(
+                    c.name,
+                    c.value,
+                    int(getattr(c, "config_source", 0)),
+                    bool(c.read_only),
+                    bool(c.is_sensitive),
+                )
+                for c in result.configs
+            }
+        return described
+
+    async def incremental_alter_configs(
+        self,
+        configs: Mapping[ConfigResource, Iterable[AlterConfigOp]],
+        *,
+        validate_only: bool = False,
+    ) -> Results[ConfigResource]:
+        spec = RequestSpec(
+            ApiKey.INCREMENTAL_ALTER_CONFIGS,
+            {
+                "resources": [
+                    {
+                        "resource_type": resource.type,
+                        "resource_name": resource.name,
+                        "configs": [
+                            {"name": op.name, "config_operation": op.op, "value": op.value}
+                            for op in ops
+                        ],
+                    }
+                    for resource, ops in configs.items()
+                ],
+                "validate_only": validate_only,
+            },
+        )
+        response = await self._to_any(spec)
+        return Results(
+            {
+                ConfigResource(_config_type(r.resource_type), r.resource_name): error_from_wire(
+                    r.error_code, r.error_message
+                )
+                for r in response.responses
+            }
+        )
+
+    # Cluster
+
+    async def describe_cluster(self) -> ClusterDescription:
+        async def attempt() -> ClusterDescription:
+            connection = await self.cluster.connection(next(iter(self.cluster.brokers)))
+            if connection.max_supported(ApiKey.DESCRIBE_CLUSTER, (0, 1, 2)) is None:
+                metadata = await self.cluster.refresh_metadata([])
+                brokers = tuple(metadata.brokers[n] for n in sorted(metadata.brokers))
+                return ClusterDescription(metadata.cluster_id, metadata.controller_id, brokers)
+            response = await self.cluster.send_to_any(
+                RequestSpec(
+                    ApiKey.DESCRIBE_CLUSTER,
+                    {
+                        "include_cluster_authorized_operations": False,
+                        "endpoint_type": 1,
+                        "include_fenced_brokers": False,
+                    },
+                )
+            )
+            raise_for_error(response.error_code, response.error_message)
+            brokers = tuple(
+                BrokerInfo(int(b.broker_id), b.host, int(b.port), b.rack)
+                for b in sorted(response.brokers, key=lambda b: int(b.broker_id))
+            )
+            return ClusterDescription(response.cluster_id, int(response.controller_id), brokers)
+
+        return await self.cluster.retrying(attempt)
+
+    # Partitions (sent to each partition's leader)
+
+    async def list_offsets(
+        self,
+        specs: Mapping[TopicPartition, int],
+        *,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
+    ) -> dict[TopicPartition, ListOffsetsResultInfo]:
+        """Offsets per partition; a spec is an ``OffsetSpec`` or a timestamp in ms."""
+
+        async def to_leader(leader: int, group: dict[TopicPartition, int]) -> dict:
+            spec = RequestSpec(
+                ApiKey.LIST_OFFSETS,
+                {
+                    "replica_id": -1,
+                    "isolation_level": isolation_level,
+                    "topics": _by_topic(
+                        group,
+                        lambda tp, ts: {
+                            "partition_index": tp.partition,
+                            "current_leader_epoch": -1,
+                            "timestamp": ts,
+                            "max_num_offsets": 1,
+                        },
+                    ),
+                    "timeout": self._timeout,
+                },
+            )
+            response = await self.cluster.send_to_node(leader, spec)
+            found = {}
+            for t in response.topics:
+                for p in t.partitions:
+                    raise_for_error(p.error_code, f"{t.name}-{p.partition_index}")
+                    found[TopicPartition(t.name, int(p.partition_index))] = ListOffsetsResultInfo(
+                        int(p.offset),
+                        int(getattr(p, "timestamp", -1)),
+                        int(getattr(p, "leader_epoch", -1)),
+                    )
+            return found
+
+        return await self._per_leader(specs, to_leader)
+
+    async def delete_records(
+        self, before_offsets: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Advance the log start offset of each partition; returns the new low watermarks."""
+
+        async def to_leader(leader: int, group: dict[TopicPartition, int]) -> dict:
+            spec = RequestSpec(
+                ApiKey.DELETE_RECORDS,
+                {
+                    "topics": _by_topic(
+                        group, lambda tp, off: {"partition_index": tp.partition, "offset": off}
+                    ),
+                    "timeout": self._timeout,
+                },
+            )
+            response = await self.cluster.send_to_node(leader, spec)
+            found = {}
+            for t in response.topics:
+                for p in t.partitions:
+                    raise_for_error(p.error_code, f"{t.name}-{p.partition_index}")
+                    found[TopicPartition(t.name, int(p.partition_index))] = int(p.low_watermark)
+            return found
+
+        return await self._per_leader(before_offsets, to_leader)
+
+    # Consumer groups
+
+    async def list_consumer_groups(self) -> list[ConsumerGroupListing]:
+        async def from_broker(node_id: int) -> list[ConsumerGroupListing]:
+            spec = RequestSpec(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+            response = await self.cluster.send_to_node(node_id, spec)
+            raise_for_error(response.error_code)
+            return [
+                ConsumerGroupListing(
+                    g.group_id,
+                    getattr(g, "group_state", ""),
+                    g.protocol_type,
+                    getattr(g, "group_type", ""),
+                )
+                for g in response.groups
+            ]
+
+        async def attempt() -> list[ConsumerGroupListing]:
+            await self.cluster.refresh_metadata([])
+            per_broker = await asyncio.gather(*(from_broker(n) for n in self.cluster.brokers))
+            return sorted(
+                {g.group_id: g for groups in per_broker for g in groups}.values(),
+                key=lambda g: g.group_id,
+            )
+
+        return await self.cluster.retrying(attempt)
+
+    async def describe_consumer_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerGroupDescription]:
+        async def describe(group_id: str) -> ConsumerGroupDescription:
+            spec = RequestSpec(
+                ApiKey.DESCRIBE_GROUPS,
+                {"groups": [group_id], "include_authorized_operations": False},
+            )
+            response = await self._to_coordinator(group_id, spec)
+            group = response.groups[0]
+            raise_for_error(group.error_code, getattr(group, "error_message", None))
+            members = tuple(
+                MemberDescription(
+                    m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host
+                )
+                for m in group.members
+            )
+            return ConsumerGroupDescription(
+                group.group_id, group.group_state, group.protocol_type, group.protocol_data, members
+            )
+
+        ids = list(group_ids)
+        described = await asyncio.gather(*(describe(g) for g in ids))
+        return dict(zip(ids, described, strict=True))
+
+    async def list_consumer_group_offsets(
+        self, group_id: str, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        wanted = None if partitions is None else list(partitions)
+        await self.cluster.refresh_metadata(None if wanted is None else {tp.topic for tp in wanted})
+        topics = None
+        if wanted is not None:
+            topics = [
+                {
+                    "name": topic,
+                    "topic_id": self.cluster.topic_id(topic) or _ZERO_UUID,
+                    "partition_indexes": indexes,
+                }
+                for topic, indexes in _group_partitions(wanted).items()
+            ]
+        spec = RequestSpec(
+            ApiKey.OFFSET_FETCH,
+            {
+                "group_id": group_id,
+                "topics": topics,
+                "groups": [
+                    {"group_id": group_id, "member_id": None, "member_epoch": -1, "topics": topics}
+                ],
+                "require_stable": False,
+            },
+        )
+        response = await self._to_coordinator(group_id, spec)
+        if hasattr(response, "groups"):
+            group = response.groups[0]
+            raise_for_error(group.error_code)
+            response_topics = group.topics
+        else:
+            raise_for_error(getattr(response, "error_code", 0))
+            response_topics = response.topics
+        names = await self._topic_names_by_id()
+        offsets = {}
+        for t in response_topics:
+            name = getattr(t, "name", None) or names.get(getattr(t, "topic_id", None), "")
+            for p in t.partitions:
+                raise_for_error(p.error_code, f"{name}-{p.partition_index}")
+                if int(p.committed_offset) < 0:
+                    continue
+                offsets[TopicPartition(name, int(p.partition_index))] = OffsetAndMetadata(
+                    int(p.committed_offset),
+                    p.metadata or "",
+                    int(getattr(p, "committed_leader_epoch", -1)),
+                )
+        return offsets
+
+    async def alter_consumer_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
+    ) -> Results[TopicPartition]:
+        """Commit offsets for an inactive group (generation -1), as Kafka's Admin does."""
+        normalized = {
+            tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
+            for tp, o in offsets.items()
+        }
+        await self.cluster.refresh_metadata({tp.topic for tp in normalized})
+        topics = [
+            {
+                "name": topic,
+                "topic_id": self.cluster.topic_id(topic) or _ZERO_UUID,
+                "partitions": [
+                    {
+                        "partition_index": tp.partition,
+                        "committed_offset": om.offset,
+                        "committed_leader_epoch": om.leader_epoch,
+                        "committed_metadata": om.metadata,
+                    }
+                    for tp, om in normalized.items()
+                    if tp.topic == topic
+                ],
+            }
+            for topic in sorted({tp.topic for tp in normalized})
+        ]
+        spec = RequestSpec(
+            ApiKey.OFFSET_COMMIT,
+            {
+                "group_id": group_id,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": topics,
+            },
+        )
+        response = await self._to_coordinator(group_id, spec)
+        names = await self._topic_names_by_id()
+        return Results(
+            {
+                TopicPartition(
+                    getattr(t, "name", None) or names.get(getattr(t, "topic_id", None), ""),
+                    int(p.partition_index),
+                ): error_from_wire(p.error_code)
+                for t in response.topics
+                for p in t.partitions
+            }
+        )
+
+    async def delete_consumer_groups(self, group_ids: Iterable[str]) -> Results[str]:
+        async def delete(group_id: str) -> KafkaError | None:
+            spec = RequestSpec(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]})
+            response = await self._to_coordinator(group_id, spec)
+            return error_from_wire(response.results[0].error_code)
+
+        ids = list(group_ids)
+        errors = await asyncio.gather(*(delete(g) for g in ids))
+        return Results(dict(zip(ids, errors, strict=True)))
+
+    # ACLs
+
+    async def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
+        wanted = list(bindings)
+        spec = RequestSpec(
+            ApiKey.CREATE_ACLS,
+            {
+                "creations": [
+                    {
+                        "resource_type": b.resource_type,
+                        "resource_name": b.resource_name,
+                        "resource_pattern_type": b.pattern_type,
+                        "principal": b.principal,
+                        "host": b.host,
+                        "operation": b.operation,
+                        "permission_type": b.permission_type,
+                    }
+                    for b in wanted
+                ]
+            },
+        )
+        response = await self._to_any(spec)
+        return Results(
+            {
+                b: error_from_wire(r.error_code, r.error_message)
+                for b, r in zip(wanted, response.results, strict=True)
+            }
+        )
+
+    async def describe_acls(
+        self, acl_filter: AclBindingFilter = MATCH_ALL_ACLS
+    ) -> list[AclBinding]:
+        spec = RequestSpec(ApiKey.DESCRIBE_ACLS, _filter_fields(acl_filter))
+        response = await self._to_any(spec)
+        raise_for_error(response.error_code, response.error_message)
+        return [
+            AclBinding(
+                ResourceType(r.resource_type),
+                r.resource_name,
+                a.principal,
+                AclOperation(a.operation),
+                AclPermissionType(a.permission_type),
+                a.host,
+                PatternType(getattr(r, "pattern_type", PatternType.LITERAL)),
+            )
+            for r in response.resources
+            for a in r.acls
+        ]
+
+    async def delete_acls(
+        self, filters: Iterable[AclBindingFilter]
+    ) -> dict[AclBindingFilter, list[AclBinding]]:
+        """The bindings each filter deleted; raises the first filter's error."""
+        wanted = list(filters)
+        spec = RequestSpec(ApiKey.DELETE_ACLS, {"filters": [_filter_fields(f) for f in wanted]})
+        response = await self._to_any(spec)
+        deleted: dict[AclBindingFilter, list[AclBinding]] = {}
+        for acl_filter, result in zip(wanted, response.filter_results, strict=True):
+            raise_for_error(result.error_code, result.error_message)
+            deleted[acl_filter] = [
+                AclBinding(
+                    ResourceType(m.resource_type),
+                    m.resource_name,
+                    m.principal,
+                    AclOperation(m.operation),
+                    AclPermissionType(m.permission_type),
+                    m.host,
+                    PatternType(getattr(m, "pattern_type", PatternType.LITERAL)),
+                )
+                for m in result.matching_acls
+                if error_from_wire(m.error_code) is None
+            ]
+        return deleted
+
+    # Cluster mirroring (KIP-1279)
+
+    async def create_mirror(self, name: str, configs: Mapping[str, str]) -> None:
+        spec = RequestSpec(
+            MirrorApiKey.CREATE_MIRROR,
+            {"mirror_name": name, "config": [{"name": k, "value": v} for k, v in configs.items()]},
+        )
+        response = await self._to_any(spec)
+        raise_for_error(response.error_code, response.error_message)
+
+    async def add_topics_to_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+        return await self._mirror_topics(MirrorApiKey.ADD_TOPICS_TO_MIRROR, name, topics)
+
+    async def remove_topics_from_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+        return await self._mirror_topics(MirrorApiKey.REMOVE_TOPICS_FROM_MIRROR, name, topics)
+
+    async def pause_mirror_topics(self, name: str, topics: Iterable[str]) -> Results[str]:
+        return await self._mirror_topics(MirrorApiKey.PAUSE_MIRROR_TOPICS, name, topics)
+
+    async def resume_mirror_topics(self, name: str, topics: Iterable[str]) -> Results[str]:
+        return await self._mirror_topics(MirrorApiKey.RESUME_MIRROR_TOPICS, name, topics)
+
+    async def delete_mirror(self, name: str) -> None:
+        response = await self._to_any(
+            RequestSpec(MirrorApiKey.DELETE_MIRROR, {"mirror_name": name})
+        )
+        raise_for_error(response.error_code, response.error_message)
+
+    async def list_mirrors(self) -> list[MirrorListing]:
+        response = await self._to_any(RequestSpec(MirrorApiKey.LIST_MIRRORS))
+        raise_for_error(response.error_code, response.error_message)
+        return [
+            MirrorListing(
+                m.mirror_name, m.source_bootstrap, m.source_cluster_id, int(m.topic_count)
+            )
+            for m in response.mirrors
+        ]
+
+    async def describe_mirrors(
+        self, names: Iterable[str] | None = None
+    ) -> dict[str, MirrorDescription]:
+        """State and lag of every partition of the named mirrors (all mirrors when None).
+
+        Each broker reports the partitions it leads, so the request goes to every broker
+        and the answers are merged; a partition reported twice is kept once.
+        """
+        spec = RequestSpec(
+            MirrorApiKey.DESCRIBE_MIRRORS,
+            {"mirror_names": list(names or ()), "include_authorized_operations": False},
+        )
+
+        async def attempt() -> dict[str, MirrorDescription]:
+            await self.cluster.refresh_metadata([])
+            responses = await asyncio.gather(
+                *(self.cluster.send_to_node(n, spec) for n in sorted(self.cluster.brokers))
+            )
+            merged: dict[str, dict[tuple[str, int], MirrorPartitionDescription]] = defaultdict(dict)
+            for response in responses:
+                raise_for_error(response.error_code, response.error_message)
+                for mirror in response.mirrors:
+                    raise_for_error(mirror.error_code, f"mirror {mirror.mirror_name}")
+                    partitions = merged[mirror.mirror_name]
+                    for t in mirror.topics:
+                        for p in t.partitions:
+                            partitions.setdefault(
+                                (t.topic_name, int(p.partition_index)),
+                                MirrorPartitionDescription(
+                                    t.topic_name,
+                                    int(p.partition_index),
+                                    int(p.source_offset),
+                                    int(p.destination_offset),
+                                    int(p.lag),
+                                    p.state,
+                                    int(p.last_mirror_epoch),
+                                ),
+                            )
+            return {
+                name: MirrorDescription(name, tuple(parts[k] for k in sorted(parts)))
+                for name, parts in sorted(merged.items())
+            }
+
+        return await self.cluster.retrying(attempt)
+
+    async def _mirror_topics(self, api_key: int, name: str, topics: Iterable[str]) -> Results[str]:
+        names = sorted(set(topics))
+        await self.cluster.refresh_metadata(names)
+        spec = RequestSpec(
+            api_key,
+            {
+                "mirror_name": name,
+                "topics": [
+                    {"topic_id": self.cluster.topic_id(t) or _ZERO_UUID, "topic_name": t}
+                    for t in names
+                ],
+            },
+        )
+        response = await self._to_any(spec)
+        raise_for_error(response.error_code, response.error_message)
+        return Results({t.name: error_from_wire(t.error_code) for t in response.topics})
+
+    # Routing
+
+    async def _to_any(self, spec: RequestSpec) -> Any:
+        return await self.cluster.retrying(lambda: self.cluster.send_to_any(spec))
+
+    async def _to_controller(self, spec: RequestSpec) -> Any:
+        async def attempt() -> Any:
+            response = await self.cluster.send_to_controller(spec)
+            _raise_if_not_controller(response)
+            return response
+
+        return await self.cluster.retrying(attempt)
+
+    async def _to_coordinator(self, group_id: str, spec: RequestSpec) -> Any:
+        async def attempt() -> Any:
+            coordinator = await self.cluster.find_coordinator(group_id, CoordinatorType.GROUP)
+            response = await self.cluster.send_to_node(coordinator.node_id, spec)
+            _raise_if_coordinator_moved(response)
+            return response
+
+        return await self.cluster.retrying(attempt)
+
+    async def _per_leader(
+        self,
+        wanted: Mapping[TopicPartition, T],
+        call: Callable[[int, dict[TopicPartition, T]], Awaitable[dict]],
+    ) -> dict:
+        """Send each leader its share of ``wanted``. A partition that does not exist fails at
+        once; one without a leader (an election in progress) is retried."""
+        topics = {tp.topic for tp in wanted}
+        await self.cluster.retrying(lambda: self.cluster.refresh_metadata(topics))
+        for tp in wanted:
+            if tp.partition not in self.cluster.partitions_for(tp.topic):
+                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{tp.topic}-{tp.partition}")
+
+        async def attempt() -> dict:
+            await self.cluster.refresh_metadata(topics)
+            by_leader: dict[int, dict[TopicPartition, T]] = defaultdict(dict)
+            for tp, value in wanted.items():
+                leader = self.cluster.leader_for(tp.topic, tp.partition)
+                if leader is None:
+                    raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{tp.topic}-{tp.partition}")
+                by_leader[leader][tp] = value
+            results = await asyncio.gather(*(call(n, group) for n, group in by_leader.items()))
+            return {tp: value for result in results for tp, value in result.items()}
+
+        return await self.cluster.retrying(attempt)
+
+    async def _topic_names_by_id(self) -> dict[uuid.UUID | None, str]:
+        return {t.topic_id: name for name, t in self.cluster.metadata.topics.items()}
+
+
+class SyncAdmin:
+    """Blocking facade over ``Admin``: runs its event loop in a daemon thread.
+
+    Every async method of ``Admin`` is available with the same name and arguments and
+    returns its result (or raises its exception) synchronously.
+    """
+
+    def __init__(self, admin: Admin) -> None:
+        self._admin = admin
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="admin-loop", daemon=True
+        )
+        self._thread.start()
+        try:
+            self._run(admin.start())
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def __enter__(self) -> SyncAdmin:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._admin, name)
+        if not asyncio.iscoroutinefunction(method):
+            return method
+
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            return self._run(method(*args, **kwargs))
+
+        return blocking
+
+    def close(self) -> None:
+        if self._loop.is_closed():
+            return
+        try:
+            self._run(self._admin.close())
+        finally:
+            self._stop_loop()
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+def _by_topic(
+    values: Mapping[TopicPartition, T], partition_fields: Callable[[TopicPartition, T], dict]
+) -> list[dict]:
+    topics: dict[str, list[dict]] = defaultdict(list)
+    for tp, value in values.items():
+        topics[tp.topic].append(partition_fields(tp, value))
+    return [{"name": name, "partitions": parts} for name, parts in topics.items()]
+
+
+def _group_partitions(partitions: Iterable[TopicPartition]) -> dict[str, list[int]]:
+    grouped: dict[str, list[int]] = defaultdict(list)
+    for tp in partitions:
+        grouped[tp.topic].append(tp.partition)
+    return grouped
+
+
+def _filter_fields(acl_filter: AclBindingFilter) -> dict[str, Any]:
+    return {
+        "resource_type_filter": acl_filter.resource_type,
+        "resource_name_filter": acl_filter.resource_name,
+        "pattern_type_filter": acl_filter.pattern_type,
+        "principal_filter": acl_filter.principal,
+        "host_filter": acl_filter.host,
+        "operation": acl_filter.operation,
+        "permission_type": acl_filter.permission_type,
+    }
+
+
+def _config_type(value: int) -> ConfigResourceType:
+    try:
+        return ConfigResourceType(int(value))
+    except ValueError:
+        return ConfigResourceType.UNKNOWN
+
+
+def _raise_if_not_controller(response: Any) -> None:
+    """Controller-bound responses carry NOT_CONTROLLER per entity; retry the whole request."""
+    for entities in ("topics", "responses", "results"):
+        for entity in getattr(response, entities, ()):
+            if int(getattr(entity, "error_code", 0)) == ErrorCode.NOT_CONTROLLER:
+                raise KafkaError(ErrorCode.NOT_CONTROLLER)
+
+
+def _raise_if_coordinator_moved(response: Any) -> None:
+    moved = {ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS}
+    code = int(getattr(response, "error_code", 0))
+    groups = getattr(response, "groups", None) or getattr(response, "results", None) or ()
+    codes = [code, *(int(getattr(g, "error_code", 0)) for g in groups)]
+    for found in codes:
+        if found in moved:
+            raise KafkaError(ErrorCode(found))

@@ -1,0 +1,267 @@
+"""The values Admin takes and returns, named after Kafka's Admin API classes.
+
+Enum numbers are Kafka's wire values; KIP-1279 adds ``ResourceType.CLUSTER_MIRROR`` (8) for
+ACLs and ``ConfigResourceType.MIRROR`` (64) for a mirror's configuration.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, TypeVar
+
+from mirrorsim.client.cluster import BrokerInfo, PartitionInfo
+from mirrorsim.protocol.errors import KafkaError
+from mirrorsim.protocol.messages.constants import (
+    CONFIG_RESOURCE_TYPE_MIRROR,
+    RESOURCE_TYPE_CLUSTER_MIRROR,
+)
+
+K = TypeVar("K")
+
+
+class Results(dict[K, KafkaError | None]):
+    """Per-entity outcome of a batch operation: key → None (success) or the KafkaError.
+
+    Like Kafka's ``*Result.values()``; ``all()`` is ``*Result.all().get()``: it raises the
+    first failure.
+    """
+
+    @property
+    def failed(self) -> dict[K, KafkaError]:
+        return {key: error for key, error in self.items() if error is not None}
+
+    def all(self) -> None:
+        for error in self.values():
+            if error is not None:
+                raise error
+
+
+class TopicPartition(NamedTuple):
+    topic: str
+    partition: int
+
+
+class ConfigResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    TOPIC = 2
+    BROKER = 4
+    BROKER_LOGGER = 8
+    CLIENT_METRICS = 16
+    GROUP = 32
+    MIRROR = CONFIG_RESOURCE_TYPE_MIRROR
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResource:
+    type: ConfigResourceType
+    name: str
+
+
+class AlterConfigOpType(enum.IntEnum):
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigOp:
+    name: str
+    value: str | None
+    op: AlterConfigOpType = AlterConfigOpType.SET
+
+
+class ConfigSource(enum.IntEnum):
+    UNKNOWN = 0
+    DYNAMIC_TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: ConfigSource | int = ConfigSource.UNKNOWN
+    read_only: bool = False
+    is_sensitive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str] = field(default_factory=dict)
+    replica_assignments: Mapping[int, Sequence[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    name: str
+    topic_id: uuid.UUID | None
+    is_internal: bool
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterDescription:
+    cluster_id: str | None
+    controller_id: int
+    brokers: tuple[BrokerInfo, ...]
+
+
+class OffsetSpec(enum.IntEnum):
+    """The special ListOffsets timestamps; any other value is a timestamp in ms."""
+
+    LATEST = -1
+    EARLIEST = -2
+    MAX_TIMESTAMP = -3
+    EARLIEST_LOCAL = -4
+    LATEST_TIERED = -5
+
+
+class IsolationLevel(enum.IntEnum):
+    READ_UNCOMMITTED = 0
+    READ_COMMITTED = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ListOffsetsResultInfo:
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    offset: int
+    metadata: str = ""
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupListing:
+    group_id: str
+    state: str
+    protocol_type: str
+    group_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupDescription:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: tuple[MemberDescription, ...]
+
+
+class ResourceType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    TOPIC = 2
+    GROUP = 3
+    CLUSTER = 4
+    TRANSACTIONAL_ID = 5
+    DELEGATION_TOKEN = 6
+    USER = 7
+    CLUSTER_MIRROR = RESOURCE_TYPE_CLUSTER_MIRROR
+
+
+class PatternType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    MATCH = 2
+    LITERAL = 3
+    PREFIXED = 4
+
+
+class AclOperation(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    ALL = 2
+    READ = 3
+    WRITE = 4
+    CREATE = 5
+    DELETE = 6
+    ALTER = 7
+    DESCRIBE = 8
+    CLUSTER_ACTION = 9
+    DESCRIBE_CONFIGS = 10
+    ALTER_CONFIGS = 11
+    IDEMPOTENT_WRITE = 12
+    CREATE_TOKENS = 13
+    DESCRIBE_TOKENS = 14
+
+
+class AclPermissionType(enum.IntEnum):
+    UNKNOWN = 0
+    ANY = 1
+    DENY = 2
+    ALLOW = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AclBinding:
+    resource_type: ResourceType
+    resource_name: str
+    principal: str
+    operation: AclOperation
+    permission_type: AclPermissionType = AclPermissionType.ALLOW
+    host: str = "*"
+    pattern_type: PatternType = PatternType.LITERAL
+
+
+@dataclass(frozen=True, slots=True)
+class AclBindingFilter:
+    """Matches ACL bindings; None and ANY match everything (Kafka's ``AclBindingFilter``)."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission_type: AclPermissionType = AclPermissionType.ANY
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorListing:
+    name: str
+    source_bootstrap: str
+    source_cluster_id: str
+    topic_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorPartitionDescription:
+    topic: str
+    partition: int
+    source_offset: int
+    destination_offset: int
+    lag: int
+    state: str
+    last_mirror_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorDescription:
+    name: str
+    partitions: tuple[MirrorPartitionDescription, ...]

@@ -1,0 +1,72 @@
+"""Build a request of whichever version was negotiated from one version-independent description.
+
+Kafka's messages grow fields version by version; the client negotiates the version per
+broker, so callers describe a request once with plain dicts and lists, and ``build`` keeps
+the fields that exist in the chosen version, turning nested dicts into that version's
+nested classes. A field the version requires but the caller did not give is an error, so a
+newer mandatory field is never silently defaulted.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+from mirrorsim.protocol.registry import request_class
+
+
+class RequestBuildError(TypeError):
+    """The description lacks a field the chosen version requires."""
+
+
+def build_request(api_key: int, version: int, fields: Mapping[str, Any]) -> Any:
+    cls = request_class(api_key, version)
+    if cls is None:
+        raise RequestBuildError(f"no message class for api key {api_key} version {version}")
+    return build(cls, fields)
+
+
+def build(cls: type, fields: Mapping[str, Any]) -> Any:
+    hints = _field_types(cls)
+    kwargs: dict[str, Any] = {}
+    for field in dataclasses.fields(cls):
+        if field.name in fields:
+            kwargs[field.name] = _convert(hints[field.name], fields[field.name])
+        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            raise RequestBuildError(
+                f"{cls.__name__} v{cls.__version__} needs field {field.name!r}"  # type: ignore[attr-defined]
+            )
+    return cls(**kwargs)
+
+
+@cache
+def _field_types(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(hint: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    entity = _nested_entity(hint)
+    if entity is None:
+        return value
+    if isinstance(value, Mapping):
+        return build(entity, value)
+    return tuple(build(entity, item) if isinstance(item, Mapping) else item for item in value)
+
+
+def _nested_entity(hint: Any) -> type | None:
+    """The dataclass inside ``X``, ``X | None`` or ``tuple[X, ...]``, if any."""
+    if dataclasses.is_dataclass(hint) and isinstance(hint, type):
+        return hint
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType, tuple):
+        for arg in typing.get_args(hint):
+            found = _nested_entity(arg)
+            if found is not None:
+                return found
+    return None

@@ -1,0 +1,280 @@
+"""One TCP (optionally TLS) connection to one broker, with requests pipelined on it.
+
+Theory of operation: ``send`` writes a frame and parks a future under the request's
+correlation id; one reader task splits the incoming byte stream into frames and resolves
+the future whose id the response carries, so any number of requests may be in flight and
+responses may come back in any order. When the socket drops, every parked future fails
+with ``KafkaConnectionError`` and the connection is dead for good: the cluster client
+opens a new one. A request that times out is forgotten (its late response is dropped);
+the connection itself stays usable.
+
+At connect the connection negotiates versions with ApiVersions (v3, falling back to the
+version the broker names, or v0, on UNSUPPORTED_VERSION) and then authenticates with
+SaslHandshake + SaslAuthenticate when SASL settings are given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import ssl
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
+from mirrorsim.client.builder import build_request
+from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion
+from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings, new_exchange
+from mirrorsim.protocol.framing import (
+    API_VERSIONS_KEY,
+    FrameError,
+    FrameSplitter,
+    decode_response,
+    encode_request,
+)
+
+log = logging.getLogger(__name__)
+
+UNSUPPORTED_VERSION = 35
+SASL_HANDSHAKE_KEY = 17
+SASL_AUTHENTICATE_KEY = 36
+CLIENT_SOFTWARE_NAME = "mirrorsim"
+CLIENT_SOFTWARE_VERSION = "0.1.0"
+_CORRELATION = struct.Struct(">i")
+_READ_CHUNK = 256 * 1024
+
+
+@dataclass(slots=True)
+class _Pending:
+    future: asyncio.Future[Any]
+    api_key: int
+    api_version: int
+
+
+class BrokerConnection:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        ssl_context: ssl.SSLContext | None = None,
+        sasl: SaslSettings | None = None,
+        request_timeout_ms: int = 30000,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self._ssl_context = ssl_context
+        self._sasl = sasl
+        self._timeout = request_timeout_ms / 1000
+        self._correlation_ids = itertools.count()
+        self._pending: dict[int, _Pending] = {}
+        self._writer: asyncio.StreamWriter | None = None
+        self._reader_task: asyncio.Task[None] | None = None
+        self._failure: KafkaConnectionError | None = None
+        self._api_versions: dict[int, tuple[int, int]] = {}
+
+    def __repr__(self) -> str:
+        return f"BrokerConnection({self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and self._failure is None
+
+    @property
+    def api_versions(self) -> Mapping[int, tuple[int, int]]:
+        """api key → (min, max) version the broker supports, as negotiated at connect."""
+        return self._api_versions
+
+    async def connect(self) -> None:
+        try:
+            reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port, ssl=self._ssl_context),
+                self._timeout,
+            )
+        except (OSError, TimeoutError) as exc:
+            raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        self._reader_task = asyncio.create_task(
+            self._read_responses(reader), name=f"reader {self!r}"
+        )
+        try:
+            await self._negotiate_api_versions()
+            if self._sasl is not None:
+                await self._authenticate(self._sasl)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        self._fail_pending(KafkaConnectionError(f"connection to {self.host}:{self.port} closed"))
+        if self._reader_task is not None:
+            self._reader_task.cancel()
+            await asyncio.gather(self._reader_task, return_exceptions=True)
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (OSError, ssl.SSLError):
+                log.debug("error while closing %r", self, exc_info=True)
+
+    async def wait_closed(self) -> None:
+        """Return once the socket is gone (dropped by the broker or closed by us)."""
+        if self._reader_task is not None:
+            await asyncio.gather(self._reader_task, return_exceptions=True)
+
+    def max_supported(self, api_key: int, versions_we_have: Iterable[int]) -> int | None:
+        """The highest of ``versions_we_have`` the broker supports, or None."""
+        supported = self._api_versions.get(api_key)
+        if supported is None:
+            return None
+        usable = [v for v in versions_we_have if supported[0] <= v <= supported[1]]
+        return max(usable, default=None)
+
+    async def send(self, body: Any) -> Any:
+        """Send a request and wait for its response; the api version is the body class's version."""
+        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        self._check_supported(api_key, api_version)
+        return await self._request(body, api_key, api_version)
+
+    async def send_no_response(self, body: Any) -> None:
+        """Send a request the broker will not answer (Produce with acks=0)."""
+        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        self._check_supported(api_key, api_version)
+        _, frame = self._frame(body, api_version)
+        await self._write(frame)
+
+    def _check_supported(self, api_key: int, api_version: int) -> None:
+        supported = self._api_versions.get(api_key)
+        if supported is None or not supported[0] <= api_version <= supported[1]:
+            raise UnsupportedVersion(api_key, api_version, supported)
+
+    def _frame(self, body: Any, api_version: int) -> tuple[int, bytes]:
+        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        frame = encode_request(
+            body, api_version=api_version, correlation_id=correlation_id, client_id=self.client_id
+        )
+        return correlation_id, frame
+
+    async def _request(self, body: Any, api_key: int, api_version: int) -> Any:
+        correlation_id, frame = self._frame(body, api_version)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = _Pending(future, api_key, api_version)
+        try:
+            await self._write(frame)
+            return await asyncio.wait_for(future, self._timeout)
+        except TimeoutError:
+            raise RequestTimedOut(
+                f"no response from {self.host}:{self.port} to api key {api_key} "
+                f"v{api_version} within {self._timeout * 1000:.0f} ms"
+            ) from None
+        finally:
+            self._pending.pop(correlation_id, None)
+
+    async def _write(self, frame: bytes) -> None:
+        if self._failure is not None:
+            raise self._failure
+        if self._writer is None:
+            raise KafkaConnectionError(f"{self!r} is not connected")
+        try:
+            self._writer.write(frame)
+            await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            failure = KafkaConnectionError(f"write to {self.host}:{self.port} failed: {exc}")
+            self._fail_pending(failure)
+            raise failure from exc
+
+    async def _read_responses(self, reader: asyncio.StreamReader) -> None:
+        splitter = FrameSplitter()
+        reason = "closed by the broker"
+        try:
+            while data := await reader.read(_READ_CHUNK):
+                for payload in splitter.feed(data):
+                    self._resolve(payload)
+        except (OSError, ssl.SSLError, FrameError) as exc:
+            reason = f"read failed: {exc}"
+        self._fail_pending(KafkaConnectionError(f"connection to {self.host}:{self.port} {reason}"))
+
+    def _resolve(self, payload: bytes) -> None:
+        if len(payload) < _CORRELATION.size:
+            raise FrameError(f"response of {len(payload)} bytes has no correlation id")
+        (correlation_id,) = _CORRELATION.unpack_from(payload, 0)
+        pending = self._pending.get(correlation_id)
+        if pending is None or pending.future.done():
+            log.debug("%r dropped a response to unknown correlation id %d", self, correlation_id)
+            return
+        try:
+            _, body = _decode(payload, pending.api_key, pending.api_version)
+        except FrameError as exc:
+            pending.future.set_exception(exc)
+        else:
+            pending.future.set_result(body)
+
+    def _fail_pending(self, failure: KafkaConnectionError) -> None:
+        if self._failure is None:
+            self._failure = failure
+        for pending in self._pending.values():
+            if not pending.future.done():
+                pending.future.set_exception(failure)
+        self._pending.clear()
+
+    async def _negotiate_api_versions(self) -> None:
+        response = await self._api_versions_request(3)
+        if response.error_code == UNSUPPORTED_VERSION:
+            advertised = {int(k.api_key): int(k.max_version) for k in response.api_keys}
+            response = await self._api_versions_request(min(advertised.get(API_VERSIONS_KEY, 0), 3))
+        if response.error_code != 0:
+            code = int(response.error_code)
+            raise KafkaConnectionError(
+                f"ApiVersions to {self.host}:{self.port} failed: error {code}"
+            )
+        self._api_versions = {
+            int(k.api_key): (int(k.min_version), int(k.max_version)) for k in response.api_keys
+        }
+
+    async def _api_versions_request(self, version: int) -> Any:
+        request = build_request(
+            API_VERSIONS_KEY,
+            version,
+            {
+                "client_software_name": CLIENT_SOFTWARE_NAME,
+                "client_software_version": CLIENT_SOFTWARE_VERSION,
+            },
+        )
+        return await self._request(request, API_VERSIONS_KEY, version)
+
+    async def _authenticate(self, settings: SaslSettings) -> None:
+        handshake = await self.send(SaslHandshakeRequest(mechanism=settings.mechanism))
+        if handshake.error_code != 0:
+            raise SaslAuthenticationError(
+                f"broker {self.host}:{self.port} does not enable {settings.mechanism} "
+                f"(enabled: {', '.join(handshake.mechanisms)})"
+            )
+        version = self.max_supported(SASL_AUTHENTICATE_KEY, (0, 1, 2))
+        if version is None:
+            raise SaslAuthenticationError(f"broker {self.host}:{self.port} lacks SaslAuthenticate")
+        exchange = new_exchange(settings)
+        message: bytes | None = exchange.initial_response()
+        while message is not None:
+            response = await self.send(
+                build_request(SASL_AUTHENTICATE_KEY, version, {"auth_bytes": message})
+            )
+            if response.error_code != 0:
+                raise SaslAuthenticationError(
+                    response.error_message
+                    or f"SASL authentication failed ({int(response.error_code)})"
+                )
+            message = exchange.respond(response.auth_bytes)
+
+
+def _decode(payload: bytes, api_key: int, api_version: int) -> tuple[int, Any]:
+    """Decode a response; a broker that rejects an ApiVersions version answers in v0."""
+    try:
+        return decode_response(payload, api_key=api_key, api_version=api_version)
+    except FrameError:
+        if api_key != API_VERSIONS_KEY or api_version == 0:
+            raise
+        return decode_response(payload, api_key=api_key, api_version=0)

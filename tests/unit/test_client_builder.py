@@ -1,0 +1,71 @@
+"""One request description, built at whichever version was negotiated."""
+
+from __future__ import annotations
+
+import datetime
+import io
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kio.serial import entity_reader, entity_writer
+from mirrorsim.client.builder import RequestBuildError, build_request
+from mirrorsim.protocol.registry import kio_versions
+
+METADATA, CREATE_TOPICS = 3, 19
+ALL_METADATA_FIELDS = {
+    "topics": [{"name": "orders", "topic_id": None}],
+    "allow_auto_topic_creation": False,
+    "include_cluster_authorized_operations": False,
+    "include_topic_authorized_operations": False,
+}
+
+
+@given(st.integers(1, 13))
+def test_every_metadata_version_builds_and_round_trips(version: int) -> None:
+    request = build_request(METADATA, version, ALL_METADATA_FIELDS)
+    assert request.__version__ == version
+    assert [t.name for t in request.topics] == ["orders"]
+    buffer = io.BytesIO()
+    entity_writer(type(request))(buffer, request)
+    decoded, _ = entity_reader(type(request))(buffer.getvalue(), 0)
+    assert decoded == request
+
+
+def test_fields_a_version_lacks_are_dropped() -> None:
+    old = build_request(METADATA, 1, ALL_METADATA_FIELDS)
+    assert not hasattr(old, "allow_auto_topic_creation")
+    assert not hasattr(old.topics[0], "topic_id")
+
+
+def test_a_missing_required_field_is_an_error() -> None:
+    with pytest.raises(RequestBuildError, match="include_topic_authorized_operations"):
+        build_request(METADATA, 12, {"topics": None})
+
+
+def test_nested_lists_of_dicts_become_the_versions_nested_classes() -> None:
+    lo, hi = kio_versions(CREATE_TOPICS) or (0, 0)
+    for version in range(lo, hi + 1):
+        request = build_request(
+            CREATE_TOPICS,
+            version,
+            {
+                "topics": [
+                    {
+                        "name": "t",
+                        "num_partitions": 3,
+                        "replication_factor": 1,
+                        "assignments": [],
+                        "configs": [{"name": "retention.ms", "value": "1"}],
+                    }
+                ],
+                "timeout": datetime.timedelta(seconds=1),
+                "validate_only": False,
+            },
+        )
+        assert request.topics[0].configs[0].name == "retention.ms"
+
+
+def test_unknown_api_key_is_an_error() -> None:
+    with pytest.raises(RequestBuildError):
+        build_request(9999, 0, {})
