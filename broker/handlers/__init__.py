@@ -1,0 +1,41 @@
+"""Every handler module, imported for its ``@handles`` registrations."""
+
+from mirrorsim.broker.handlers import (
+    acls,
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_records,
+    delete_topics,
+    describe_cluster,
+    describe_configs,
+    fetch,
+    find_coordinator,
+    groups,
+    incremental_alter_configs,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    offset_for_leader_epoch,
+    produce,
+)
+
+__all__ = [
+    "acls",
+    "api_versions",
+    "create_partitions",
+    "create_topics",
+    "delete_records",
+    "delete_topics",
+    "describe_cluster",
+    "describe_configs",
+    "fetch",
+    "find_coordinator",
+    "groups",
+    "incremental_alter_configs",
+    "init_producer_id",
+    "list_offsets",
+    "metadata",
+    "offset_for_leader_epoch",
+    "produce",
+]

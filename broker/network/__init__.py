@@ -1,0 +1,1 @@
+"""The broker's network layer: listener, connections, request dispatch."""

@@ -1,0 +1,1 @@
+"""Authentication and authorization: ACL bindings and their filters (store CRUD for now)."""

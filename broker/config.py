@@ -1,0 +1,450 @@
+"""Broker and topic configuration definitions, under Kafka's own names.
+
+A topic config falls back to its broker synonym (``retention.ms`` to ``log.retention.ms``)
+and then to the default, exactly the precedence Kafka reports in DescribeConfigs
+synonyms. Values travel as strings (that is how the wire protocol and the metadata store
+carry them); ``ConfigDef.parse`` is the one place that turns a string into a typed value
+and the one place that rejects a bad one.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+MIRROR_NAME = "mirror.name"
+"""Internal topic config naming the mirror that owns a topic; hidden from users."""
+
+
+class ConfigType(enum.IntEnum):
+    """Kafka's ``ConfigDef.Type`` numbering, as DescribeConfigs v3+ reports it."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+    CLASS = 8
+    PASSWORD = 9
+
+
+class ConfigSource(enum.IntEnum):
+    """Kafka's ``DescribeConfigsResponse.ConfigSource`` numbering."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+class ConfigError(ValueError):
+    """A config name or value Kafka would reject with INVALID_CONFIG."""
+
+
+Validator = Callable[[Any], str | None]
+
+
+def at_least(low: float) -> Validator:
+    return lambda v: None if v >= low else f"Value must be at least {low}"
+
+
+def between(low: float, high: float) -> Validator:
+    return lambda v: None if low <= v <= high else f"Value must be in [{low}, {high}]"
+
+
+def one_of(*choices: str) -> Validator:
+    def check(value: Any) -> str | None:
+        items = value if isinstance(value, list) else [value]
+        bad = [item for item in items if item not in choices]
+        return f"String must be one of: {', '.join(choices)}" if bad else None
+
+    return check
+
+
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME_LENGTH = 249
+
+
+def topic_name_error(name: str) -> str | None:
+    """Why Kafka's ``Topic.validate`` would reject ``name``, or None."""
+    if not name:
+        return "Topic name is illegal, it can't be empty"
+    if name in (".", ".."):
+        return 'Topic name cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not _TOPIC_NAME.match(name):
+        return (
+            f'Topic name "{name}" is illegal, it contains a character other than '
+            "ASCII alphanumerics, '.', '_' and '-'"
+        )
+    return None
+
+
+def _mirror_name_check(value: Any) -> str | None:
+    base = str(value).removesuffix(".removed").removesuffix(".paused")
+    return topic_name_error(base) if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigDef:
+    name: str
+    type: ConfigType
+    default: str | None
+    validator: Validator | None = None
+    dynamic: bool = False
+    """Whether IncrementalAlterConfigs may change it on a broker resource."""
+    sensitive: bool = False
+    read_only: bool = False
+
+    def parse(self, raw: str | None) -> Any:
+        """The typed value of ``raw``; raises ConfigError as Kafka's ConfigDef would."""
+        if raw is None:
+            return None
+        try:
+            value = _PARSERS[self.type](raw.strip())
+        except ValueError as exc:
+            raise ConfigError(f"Invalid value {raw} for configuration {self.name}: {exc}") from None
+        if self.validator is not None:
+            problem = self.validator(value)
+            if problem:
+                raise ConfigError(f"Invalid value {raw} for configuration {self.name}: {problem}")
+        return value
+
+
+def _parse_bool(raw: str) -> bool:
+    lowered = raw.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("Expected value to be either true or false")
+    return lowered == "true"
+
+
+def _parse_int(low: int, high: int) -> Callable[[str], int]:
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise ValueError("Not a number of type INT") from None
+        if not low <= value <= high:
+            raise ValueError("Out of range")
+        return value
+
+    return parse
+
+
+def _parse_list(raw: str) -> list[str]:
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+_PARSERS: dict[ConfigType, Callable[[str], Any]] = {
+    ConfigType.BOOLEAN: _parse_bool,
+    ConfigType.STRING: str,
+    ConfigType.INT: _parse_int(-(2**31), INT_MAX),
+    ConfigType.SHORT: _parse_int(-(2**15), 2**15 - 1),
+    ConfigType.LONG: _parse_int(-(2**63), LONG_MAX),
+    ConfigType.DOUBLE: float,
+    ConfigType.LIST: _parse_list,
+    ConfigType.CLASS: str,
+    ConfigType.PASSWORD: str,
+}
+
+_COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+_TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfigDef:
+    definition: ConfigDef
+    broker_synonym: str | None = None
+    internal: bool = False
+    """Internal configs are neither described nor user-alterable (``mirror.name``)."""
+
+    @property
+    def name(self) -> str:
+        return self.definition.name
+
+
+def _topic(
+    name: str,
+    type_: ConfigType,
+    default: str | None,
+    synonym: str | None,
+    validator: Validator | None = None,
+    *,
+    internal: bool = False,
+) -> TopicConfigDef:
+    return TopicConfigDef(ConfigDef(name, type_, default, validator), synonym, internal)
+
+
+T = ConfigType
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    d.name: d
+    for d in [
+        _topic(
+            "cleanup.policy", T.LIST, "delete", "log.cleanup.policy", one_of("delete", "compact")
+        ),
+        _topic("compression.type", T.STRING, "producer", "compression.type", one_of(*_COMPRESSION)),
+        _topic(
+            "delete.retention.ms",
+            T.LONG,
+            "86400000",
+            "log.cleaner.delete.retention.ms",
+            at_least(0),
+        ),
+        _topic("file.delete.delay.ms", T.LONG, "60000", "log.segment.delete.delay.ms", at_least(0)),
+        _topic("flush.messages", T.LONG, str(LONG_MAX), "log.flush.interval.messages", at_least(1)),
+        _topic("flush.ms", T.LONG, str(LONG_MAX), "log.flush.interval.ms", at_least(0)),
+        _topic("index.interval.bytes", T.INT, "4096", "log.index.interval.bytes", at_least(0)),
+        _topic(
+            "max.compaction.lag.ms",
+            T.LONG,
+            str(LONG_MAX),
+            "log.cleaner.max.compaction.lag.ms",
+            at_least(1),
+        ),
+        _topic("max.message.bytes", T.INT, "1048588", "message.max.bytes", at_least(0)),
+        _topic(
+            "message.timestamp.type",
+            T.STRING,
+            "CreateTime",
+            "log.message.timestamp.type",
+            one_of(*_TIMESTAMP_TYPES),
+        ),
+        _topic(
+            "message.timestamp.before.max.ms",
+            T.LONG,
+            str(LONG_MAX),
+            "log.message.timestamp.before.max.ms",
+            at_least(0),
+        ),
+        _topic(
+            "message.timestamp.after.max.ms",
+            T.LONG,
+            str(LONG_MAX),
+            "log.message.timestamp.after.max.ms",
+            at_least(0),
+        ),
+        _topic(
+            "min.cleanable.dirty.ratio",
+            T.DOUBLE,
+            "0.5",
+            "log.cleaner.min.cleanable.ratio",
+            between(0, 1),
+        ),
+        _topic(
+            "min.compaction.lag.ms", T.LONG, "0", "log.cleaner.min.compaction.lag.ms", at_least(0)
+        ),
+        _topic("min.insync.replicas", T.INT, "1", "min.insync.replicas", at_least(1)),
+        _topic("preallocate", T.BOOLEAN, "false", "log.preallocate"),
+        _topic("retention.bytes", T.LONG, "-1", "log.retention.bytes"),
+        _topic("retention.ms", T.LONG, "604800000", "log.retention.ms", at_least(-1)),
+        _topic("segment.bytes", T.INT, "1073741824", "log.segment.bytes", at_least(14)),
+        _topic("segment.index.bytes", T.INT, "10485760", "log.index.size.max.bytes", at_least(4)),
+        _topic("segment.jitter.ms", T.LONG, "0", "log.roll.jitter.ms", at_least(0)),
+        _topic("segment.ms", T.LONG, "604800000", "log.roll.ms", at_least(1)),
+        _topic(
+            "unclean.leader.election.enable", T.BOOLEAN, "false", "unclean.leader.election.enable"
+        ),
+        _topic(
+            "follower.replication.throttled.replicas",
+            T.LIST,
+            "",
+            "follower.replication.throttled.replicas",
+        ),
+        _topic(
+            "leader.replication.throttled.replicas",
+            T.LIST,
+            "",
+            "leader.replication.throttled.replicas",
+        ),
+        _topic(MIRROR_NAME, T.STRING, None, None, _mirror_name_check, internal=True),
+    ]
+}
+
+
+def _broker(
+    name: str,
+    type_: ConfigType,
+    default: str | None,
+    validator: Validator | None = None,
+    *,
+    dynamic: bool = False,
+    read_only: bool = False,
+) -> ConfigDef:
+    return ConfigDef(name, type_, default, validator, dynamic=dynamic, read_only=read_only)
+
+
+def _broker_synonyms_of_topic_configs() -> list[ConfigDef]:
+    """Every topic config's broker synonym is a dynamic cluster-wide default, as in Kafka."""
+    return [
+        ConfigDef(
+            d.broker_synonym,
+            d.definition.type,
+            d.definition.default,
+            d.definition.validator,
+            dynamic=True,
+        )
+        for d in TOPIC_CONFIGS.values()
+        if d.broker_synonym is not None
+    ]
+
+
+BROKER_CONFIGS: dict[str, ConfigDef] = {
+    d.name: d
+    for d in [
+        *_broker_synonyms_of_topic_configs(),
+        _broker("broker.id", T.INT, "-1", read_only=True),
+        _broker("broker.rack", T.STRING, None, read_only=True),
+        _broker("num.partitions", T.INT, "1", at_least(1), dynamic=True),
+        _broker("default.replication.factor", T.SHORT, "1", at_least(1), dynamic=True),
+        _broker("auto.create.topics.enable", T.BOOLEAN, "true", read_only=True),
+        _broker("delete.topic.enable", T.BOOLEAN, "true", read_only=True),
+        _broker("socket.request.max.bytes", T.INT, "104857600", at_least(1), read_only=True),
+        _broker("connections.max.idle.ms", T.LONG, "600000", read_only=True),
+        _broker("log.retention.check.interval.ms", T.LONG, "300000", at_least(1), read_only=True),
+        _broker("offsets.topic.num.partitions", T.INT, "50", at_least(1), read_only=True),
+        _broker("offsets.topic.replication.factor", T.SHORT, "3", at_least(1), read_only=True),
+        _broker("offsets.retention.minutes", T.INT, "10080", at_least(1), read_only=True),
+        _broker("transaction.state.log.num.partitions", T.INT, "50", at_least(1), read_only=True),
+        _broker("group.initial.rebalance.delay.ms", T.INT, "3000", at_least(0), read_only=True),
+        _broker("group.min.session.timeout.ms", T.INT, "6000", read_only=True),
+        _broker("group.max.session.timeout.ms", T.INT, "1800000", read_only=True),
+        _broker("group.max.size", T.INT, str(INT_MAX), at_least(1), read_only=True),
+        _broker("offset.metadata.max.bytes", T.INT, "4096", at_least(0), read_only=True),
+        _broker("replica.lag.time.max.ms", T.LONG, "30000", read_only=True),
+        _broker("broker.heartbeat.interval.ms", T.INT, "2000", at_least(1), read_only=True),
+        _broker("broker.session.timeout.ms", T.INT, "9000", at_least(1), read_only=True),
+        _broker("metadata.refresh.interval.ms", T.INT, "500", at_least(1), read_only=True),
+        _broker("mirror.metadata.refresh.interval.ms", T.LONG, "30000", at_least(1), dynamic=True),
+        _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
+    ]
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigValue:
+    """One resolved config with where its value came from (DescribeConfigs' ``source``)."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    definition: ConfigDef
+    synonyms: tuple[tuple[str, str | None, ConfigSource], ...] = ()
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == ConfigSource.DEFAULT_CONFIG
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfigLayers:
+    """The three places a broker config can be set, highest precedence first."""
+
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict)
+    dynamic_default: Mapping[str, str] = field(default_factory=dict)
+    static: Mapping[str, str] = field(default_factory=dict)
+
+    def lookup(self, name: str) -> list[tuple[str, str | None, ConfigSource]]:
+        found: list[tuple[str, str | None, ConfigSource]] = []
+        for layer, source in (
+            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            (self.static, ConfigSource.STATIC_BROKER_CONFIG),
+        ):
+            if name in layer:
+                found.append((name, layer[name], source))
+        definition = BROKER_CONFIGS.get(name)
+        if definition is not None:
+            found.append((name, definition.default, ConfigSource.DEFAULT_CONFIG))
+        return found
+
+
+def resolve_broker_config(layers: BrokerConfigLayers) -> list[ConfigValue]:
+    values = []
+    for name, definition in sorted(BROKER_CONFIGS.items()):
+        chain = layers.lookup(name)
+        _, value, source = chain[0]
+        values.append(ConfigValue(name, value, source, definition, tuple(chain)))
+    return values
+
+
+def resolve_topic_config(
+    overrides: Mapping[str, str], layers: BrokerConfigLayers
+) -> list[ConfigValue]:
+    """Every user-visible topic config with Kafka's precedence chain as synonyms."""
+    values = []
+    for name, topic_def in sorted(TOPIC_CONFIGS.items()):
+        if topic_def.internal:
+            continue
+        chain: list[tuple[str, str | None, ConfigSource]] = []
+        if name in overrides:
+            chain.append((name, overrides[name], ConfigSource.TOPIC_CONFIG))
+        if topic_def.broker_synonym is not None:
+            chain.extend(layers.lookup(topic_def.broker_synonym))
+        else:
+            chain.append((name, topic_def.definition.default, ConfigSource.DEFAULT_CONFIG))
+        _, value, source = chain[0]
+        values.append(ConfigValue(name, value, source, topic_def.definition, tuple(chain)))
+    return values
+
+
+def effective_broker_config(layers: BrokerConfigLayers, name: str) -> Any:
+    """The typed value of broker config ``name`` after applying every layer."""
+    _, value, _ = layers.lookup(name)[0]
+    return BROKER_CONFIGS[name].parse(value)
+
+
+def validate_topic_configs(
+    configs: Mapping[str, str | None], *, allow_internal: bool = False
+) -> None:
+    """Raise ConfigError for an unknown topic config or a value Kafka would refuse."""
+    for name, value in configs.items():
+        topic_def = TOPIC_CONFIGS.get(name)
+        if topic_def is None or (topic_def.internal and not allow_internal):
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if value is None:
+            raise ConfigError(f"Null value not supported for topic configs: {name}")
+        topic_def.definition.parse(value)
+
+
+def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
+    """Raise ConfigError unless every entry is a dynamically updatable broker config."""
+    for name, value in configs.items():
+        definition = BROKER_CONFIGS.get(name)
+        if definition is None:
+            raise ConfigError(f"Unknown broker config name: {name}")
+        if not definition.dynamic:
+            raise ConfigError(f"Cannot update these configs dynamically: {{{name}}}")
+        if value is not None:
+            definition.parse(value)
+
+
+def stringify(value: Any) -> str:
+    """A TOML/Python value as Kafka's string form (booleans lower-case, lists comma-joined)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | tuple):
+        return ",".join(stringify(v) for v in value)
+    return str(value)
+
+
+def normalize_static_configs(configs: Mapping[str, Any]) -> dict[str, str]:
+    """Static broker configs from a config file, validated; raises ConfigError."""
+    result = {name: stringify(value) for name, value in configs.items()}
+    for name, value in result.items():
+        definition = BROKER_CONFIGS.get(name)
+        if definition is None:
+            raise ConfigError(f"Unknown broker config name: {name}")
+        definition.parse(value)
+    return result

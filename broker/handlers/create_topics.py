@@ -1,0 +1,76 @@
+"""CreateTopics: validate each topic independently; ``validate_only`` writes nothing."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from mirrorsim.broker.config import resolve_topic_config
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.metadata.models import TopicRecord
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+CREATE_TOPICS_KEY = 19
+
+
+@handles(CREATE_TOPICS_KEY, min_version=2, max_version=7)
+async def handle(ctx: RequestContext, body: Any) -> Any:
+    broker = ctx.broker
+    counts = Counter(topic.name for topic in body.topics)
+    results = []
+    for topic in body.topics:
+        if counts[topic.name] > 1:
+            error = KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                "Create topics request from client contains multiple entries for the "
+                f"following topics: {topic.name}",
+            )
+            results.append(_result(topic.name, None, error, broker))
+            continue
+        try:
+            record = await broker.controller.create_topic(
+                topic.name,
+                num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor,
+                assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+                configs={c.name: c.value for c in topic.configs},
+                validate_only=body.validate_only,
+            )
+        except KafkaError as exc:
+            results.append(_result(topic.name, None, exc, broker))
+        else:
+            results.append(_result(topic.name, record, None, broker))
+    return respond(body, {"throttle_time": NO_THROTTLE, "topics": results})
+
+
+def _result(
+    name: str, record: TopicRecord | None, error: KafkaError | None, broker: Any
+) -> dict[str, Any]:
+    if record is None:
+        return {
+            "name": name,
+            "topic_id": None,
+            **error_fields(error),
+            "num_partitions": -1,
+            "replication_factor": -1,
+            "configs": None,
+        }
+    configs = resolve_topic_config(record.configs, broker.config_layers())
+    return {
+        "name": name,
+        "topic_id": record.topic_id,
+        **error_fields(None),
+        "num_partitions": len(record.partitions),
+        "replication_factor": len(record.partitions[0].replicas) if record.partitions else -1,
+        "configs": [
+            {
+                "name": c.name,
+                "value": c.value,
+                "read_only": False,
+                "config_source": int(c.source),
+                "is_sensitive": False,
+            }
+            for c in configs
+        ],
+    }

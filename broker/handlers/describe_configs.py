@@ -1,0 +1,88 @@
+"""DescribeConfigs for topics and brokers, with Kafka's sources and synonyms.
+
+A topic lists every topic config (overrides first in its synonym chain, then the broker
+synonym's dynamic and static values, then the default). ``mirror.name`` is internal and
+never listed. A broker resource is either this broker's id (every broker config) or the
+empty name (the cluster-wide dynamic defaults only), as in Kafka.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mirrorsim.broker.config import (
+    ConfigSource,
+    ConfigValue,
+    resolve_broker_config,
+    resolve_topic_config,
+)
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.config_resources import ConfigResourceType
+from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+DESCRIBE_CONFIGS_KEY = 32
+
+
+@handles(DESCRIBE_CONFIGS_KEY, min_version=1, max_version=4)
+async def handle(ctx: RequestContext, body: Any) -> Any:
+    results = []
+    include_synonyms = bool(getattr(body, "include_synonyms", False))
+    for resource in body.resources:
+        entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
+        try:
+            values = _describe(ctx.broker, resource.resource_type, resource.resource_name)
+        except KafkaError as exc:
+            results.append({**entry, **error_fields(exc), "configs": []})
+            continue
+        keys = resource.configuration_keys
+        if keys is not None:
+            values = [v for v in values if v.name in keys]
+        configs = [_entry(v, include_synonyms) for v in values]
+        results.append({**entry, **error_fields(None), "configs": configs})
+    return respond(body, {"throttle_time": NO_THROTTLE, "results": results})
+
+
+def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigValue]:
+    layers = broker.config_layers()
+    if resource_type == ConfigResourceType.TOPIC:
+        record = broker.snapshot.topics.get(name)
+        if record is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return resolve_topic_config(record.configs, layers)
+    if resource_type == ConfigResourceType.BROKER:
+        if name == CLUSTER_DEFAULT:
+            return [
+                v
+                for v in resolve_broker_config(layers)
+                if v.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+            ]
+        if name != str(broker.broker_id):
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, but "
+                f"received {name}",
+            )
+        return resolve_broker_config(layers)
+    raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource_type}")
+
+
+def _entry(value: ConfigValue, include_synonyms: bool) -> dict[str, Any]:
+    definition = value.definition
+    return {
+        "name": value.name,
+        "value": None if definition.sensitive else value.value,
+        "read_only": definition.read_only,
+        "is_default": value.is_default,
+        "config_source": int(value.source),
+        "is_sensitive": definition.sensitive,
+        "synonyms": [
+            {"name": name, "value": None if definition.sensitive else v, "source": int(source)}
+            for name, v, source in value.synonyms
+        ]
+        if include_synonyms
+        else [],
+        "config_type": int(definition.type),
+        "documentation": None,
+    }

@@ -1,0 +1,349 @@
+"""The classic group APIs: map each wire version onto `GroupCoordinator` and back.
+
+OffsetCommit v10 and OffsetFetch v10 name topics by id only; they are not advertised
+until topic ids can be resolved here, so clients stay on v9.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from mirrorsim.broker.group import CommittedOffset, GroupCoordinator, TopicPartition
+from mirrorsim.broker.group.messages import JoinRequest, LeavingMember, SyncRequest
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.protocol.errors import ErrorCode
+
+OFFSET_COMMIT = 8
+OFFSET_FETCH = 9
+JOIN_GROUP = 11
+HEARTBEAT = 12
+LEAVE_GROUP = 13
+SYNC_GROUP = 14
+DESCRIBE_GROUPS = 15
+LIST_GROUPS = 16
+DELETE_GROUPS = 42
+OFFSET_DELETE = 47
+
+CLASSIC_GROUP_TYPE = "classic"
+NO_OFFSET = -1
+
+_V = TypeVar("_V")
+
+
+def _coordinator(ctx: RequestContext) -> GroupCoordinator:
+    coordinator: GroupCoordinator = ctx.broker.groups
+    return coordinator
+
+
+def _ms(value: timedelta) -> int:
+    return int(value / timedelta(milliseconds=1))
+
+
+def _version(body: Any) -> int:
+    return int(body.__version__)
+
+
+@handles(JOIN_GROUP, min_version=0, max_version=9)
+async def handle_join_group(ctx: RequestContext, body: Any) -> Any:
+    session_timeout_ms = _ms(body.session_timeout)
+    rebalance_timeout = getattr(body, "rebalance_timeout", None)
+    result = await _coordinator(ctx).join_group(
+        JoinRequest(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            client_id=ctx.header.client_id or "",
+            client_host=f"/{ctx.client_host}",
+            session_timeout_ms=session_timeout_ms,
+            rebalance_timeout_ms=session_timeout_ms
+            if rebalance_timeout is None
+            else _ms(rebalance_timeout),
+            protocol_type=body.protocol_type,
+            protocols=tuple((p.name, p.metadata) for p in body.protocols),
+            require_known_member_id=_version(body) >= 4,
+        )
+    )
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": result.error,
+            "generation_id": result.generation_id,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name
+            if result.protocol_name is not None or _version(body) >= 7
+            else "",
+            "leader": result.leader_id,
+            "skip_assignment": result.skip_assignment,
+            "member_id": result.member_id,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "metadata": m.metadata,
+                }
+                for m in result.members
+            ],
+        },
+    )
+
+
+@handles(SYNC_GROUP, min_version=0, max_version=5)
+async def handle_sync_group(ctx: RequestContext, body: Any) -> Any:
+    result = await _coordinator(ctx).sync_group(
+        SyncRequest(
+            group_id=body.group_id,
+            generation_id=body.generation_id,
+            member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=getattr(body, "protocol_type", None),
+            protocol_name=getattr(body, "protocol_name", None),
+            assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
+        )
+    )
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": result.error,
+            "protocol_type": result.protocol_type,
+            "protocol_name": result.protocol_name,
+            "assignment": result.assignment,
+        },
+    )
+
+
+@handles(HEARTBEAT, min_version=0, max_version=4)
+async def handle_heartbeat(ctx: RequestContext, body: Any) -> Any:
+    error = _coordinator(ctx).heartbeat(
+        body.group_id,
+        body.member_id,
+        getattr(body, "group_instance_id", None),
+        body.generation_id,
+    )
+    return respond(body, {"throttle_time": NO_THROTTLE, "error_code": error})
+
+
+@handles(LEAVE_GROUP, min_version=0, max_version=5)
+async def handle_leave_group(ctx: RequestContext, body: Any) -> Any:
+    if _version(body) < 3:
+        (error,) = _coordinator(ctx).leave_group(body.group_id, [LeavingMember(body.member_id)])
+        return respond(body, {"throttle_time": NO_THROTTLE, "error_code": error})
+    leaving = [LeavingMember(m.member_id, m.group_instance_id) for m in body.members]
+    errors = _coordinator(ctx).leave_group(body.group_id, leaving)
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": ErrorCode.NONE,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "error_code": error,
+                }
+                for m, error in zip(leaving, errors, strict=True)
+            ],
+        },
+    )
+
+
+@handles(OFFSET_COMMIT, min_version=2, max_version=9)
+async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
+    offsets = {
+        TopicPartition(topic.name, p.partition_index): CommittedOffset(
+            committed_offset=p.committed_offset,
+            leader_epoch=getattr(p, "committed_leader_epoch", -1),
+            metadata=p.committed_metadata,
+        )
+        for topic in body.topics
+        for p in topic.partitions
+    }
+    results = await _coordinator(ctx).commit_offsets(
+        body.group_id,
+        body.generation_id_or_member_epoch,
+        body.member_id,
+        getattr(body, "group_instance_id", None),
+        offsets,
+    )
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [
+                        {"partition_index": p, "error_code": error} for p, error in partitions
+                    ],
+                }
+                for topic, partitions in _by_topic(results.items())
+            ],
+        },
+    )
+
+
+@handles(OFFSET_FETCH, min_version=1, max_version=9)
+async def handle_offset_fetch(ctx: RequestContext, body: Any) -> Any:
+    coordinator = _coordinator(ctx)
+    if _version(body) < 8:
+        fields = _fetched_group(coordinator, body.group_id, body.topics)
+        return respond(body, {"throttle_time": NO_THROTTLE, **fields})
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "groups": [
+                {"group_id": g.group_id, **_fetched_group(coordinator, g.group_id, g.topics)}
+                for g in body.groups
+            ],
+        },
+    )
+
+
+def _fetched_group(
+    coordinator: GroupCoordinator, group_id: str, topics: Iterable[Any] | None
+) -> dict[str, Any]:
+    partitions = (
+        None
+        if topics is None
+        else [TopicPartition(t.name, p) for t in topics for p in t.partition_indexes]
+    )
+    fetched = coordinator.fetch_offsets(group_id, partitions)
+    return {
+        "error_code": ErrorCode.NONE,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": NO_OFFSET if c is None else c.committed_offset,
+                        "committed_leader_epoch": -1 if c is None else c.leader_epoch,
+                        "metadata": "" if c is None else c.metadata,
+                        "error_code": ErrorCode.NONE,
+                    }
+                    for p, c in committed
+                ],
+            }
+            for topic, committed in _by_topic(fetched.items())
+        ],
+    }
+
+
+@handles(LIST_GROUPS, min_version=0, max_version=5)
+async def handle_list_groups(ctx: RequestContext, body: Any) -> Any:
+    types_filter = {t.lower() for t in getattr(body, "types_filter", ())}
+    groups = (
+        []
+        if types_filter and CLASSIC_GROUP_TYPE not in types_filter
+        else _coordinator(ctx).list_groups(getattr(body, "states_filter", ()))
+    )
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": ErrorCode.NONE,
+            "groups": [
+                {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type,
+                    "group_state": g.state,
+                    "group_type": CLASSIC_GROUP_TYPE,
+                }
+                for g in groups
+            ],
+        },
+    )
+
+
+@handles(DESCRIBE_GROUPS, min_version=0, max_version=6)
+async def handle_describe_groups(ctx: RequestContext, body: Any) -> Any:
+    described = []
+    for group_id in body.groups:
+        group = _coordinator(ctx).describe_group(group_id)
+        if group is None:
+            missing = _version(body) >= 6
+            described.append(
+                {
+                    "error_code": ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
+                    "error_message": f"Group {group_id} not found." if missing else None,
+                    "group_id": group_id,
+                    "group_state": "Dead",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                }
+            )
+            continue
+        described.append(
+            {
+                "error_code": ErrorCode.NONE,
+                "group_id": group_id,
+                "group_state": group.state,
+                "protocol_type": group.protocol_type,
+                "protocol_data": group.protocol_name,
+                "members": [
+                    {
+                        "member_id": m.member_id,
+                        "group_instance_id": m.group_instance_id,
+                        "client_id": m.client_id,
+                        "client_host": m.client_host,
+                        "member_metadata": m.metadata,
+                        "member_assignment": m.assignment,
+                    }
+                    for m in group.members
+                ],
+            }
+        )
+    return respond(body, {"throttle_time": NO_THROTTLE, "groups": described})
+
+
+@handles(DELETE_GROUPS, min_version=0, max_version=2)
+async def handle_delete_groups(ctx: RequestContext, body: Any) -> Any:
+    results = await _coordinator(ctx).delete_groups(list(body.groups_names))
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "results": [
+                {"group_id": group_id, "error_code": error} for group_id, error in results.items()
+            ],
+        },
+    )
+
+
+@handles(OFFSET_DELETE, min_version=0, max_version=0)
+async def handle_offset_delete(ctx: RequestContext, body: Any) -> Any:
+    partitions = [
+        TopicPartition(topic.name, p.partition_index)
+        for topic in body.topics
+        for p in topic.partitions
+    ]
+    error, results = await _coordinator(ctx).delete_offsets(body.group_id, partitions)
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": error,
+            "topics": [
+                {
+                    "name": topic,
+                    "partitions": [{"partition_index": p, "error_code": e} for p, e in partitions],
+                }
+                for topic, partitions in _by_topic(results.items())
+            ],
+        },
+    )
+
+
+def _by_topic(
+    items: Iterable[tuple[TopicPartition, _V]],
+) -> list[tuple[str, list[tuple[int, _V]]]]:
+    grouped: dict[str, list[tuple[int, _V]]] = {}
+    for tp, value in items:
+        grouped.setdefault(tp.topic, []).append((tp.partition, value))
+    return list(grouped.items())

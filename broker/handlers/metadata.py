@@ -1,0 +1,114 @@
+"""Metadata: brokers, topics with ids, partition leaders, epochs, ISR and offline replicas.
+
+Topics a client names that do not exist are auto-created when both the request and
+``auto.create.topics.enable`` allow it, with the broker's default partition count and
+replication factor, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from mirrorsim.broker.config import topic_name_error
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.metadata.models import TopicRecord
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+METADATA_KEY = 3
+ZERO_UUID = uuid.UUID(int=0)
+UNSET_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+@handles(METADATA_KEY, min_version=0, max_version=12)
+async def handle(ctx: RequestContext, body: Any) -> Any:
+    broker = ctx.broker
+    version = int(body.__version__)
+    requested = body.topics
+    all_topics = requested is None or (version == 0 and not requested)
+    topics: list[dict[str, Any]] = []
+    if all_topics:
+        topics = [_topic(record, broker) for _, record in sorted(broker.snapshot.topics.items())]
+    else:
+        allow_create = getattr(body, "allow_auto_topic_creation", True)
+        for wanted in requested:
+            topics.append(await _requested_topic(broker, wanted, allow_create))
+    live = broker.live_brokers()
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "brokers": [
+                {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
+                for b in live
+            ],
+            "cluster_id": broker.cluster_id,
+            "controller_id": broker.controller_id(),
+            "topics": topics,
+            "cluster_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+            "error_code": ErrorCode.NONE,
+        },
+    )
+
+
+async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict[str, Any]:
+    topic_id = getattr(wanted, "topic_id", None)
+    if wanted.name is None:
+        record = broker.snapshot.topic_by_id(topic_id)
+        if record is None:
+            return _topic_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+        return _topic(record, broker)
+    record = broker.snapshot.topics.get(wanted.name)
+    if record is not None:
+        return _topic(record, broker)
+    if topic_name_error(wanted.name):
+        return _topic_error(wanted.name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    if not (allow_create and broker.config("auto.create.topics.enable")):
+        return _topic_error(wanted.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    try:
+        record = await broker.controller.create_topic(wanted.name)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+            return _topic_error(wanted.name, None, exc.code)
+        record = broker.snapshot.topics.get(wanted.name)
+        if record is None:
+            return _topic_error(wanted.name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+    return _topic(record, broker)
+
+
+def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "error_code": code,
+        "name": name,
+        "topic_id": topic_id or ZERO_UUID,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _topic(record: TopicRecord, broker: Any) -> dict[str, Any]:
+    live = {b.broker_id for b in broker.live_brokers()}
+    partitions = []
+    for p in record.partitions:
+        leader_live = p.leader in live
+        partitions.append(
+            {
+                "error_code": ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": p.partition,
+                "leader_id": p.leader if leader_live else -1,
+                "leader_epoch": p.leader_epoch,
+                "replica_nodes": list(p.replicas),
+                "isr_nodes": list(p.isr),
+                "offline_replicas": [r for r in p.replicas if r not in live],
+            }
+        )
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": record.name,
+        "topic_id": record.topic_id,
+        "is_internal": False,
+        "partitions": partitions,
+        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+    }

@@ -1,0 +1,52 @@
+"""Versioned schema migrations, applied in order when a store opens.
+
+``MIGRATIONS[i]`` brings the schema from version ``i`` to ``i + 1``. ``schema.py``
+always describes the newest shape and the first migration creates whatever tables are
+missing from it, so on a fresh database the later migrations find their change already
+made: every migration must therefore be idempotent (inspect before altering). Several
+brokers may open the same database at once; the migrations run inside one write
+transaction (SQLite ``BEGIN IMMEDIATE``, a PostgreSQL advisory lock), so exactly one
+of them applies each version.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from mirrorsim.broker.metadata import schema
+from sqlalchemy import Connection, select, text
+
+Migration = Callable[[Connection], None]
+
+_ADVISORY_LOCK_KEY = 0x6D6972726F72  # "mirror"
+
+
+def _create_initial_tables(conn: Connection) -> None:
+    schema.metadata.create_all(conn, checkfirst=True)
+
+
+MIGRATIONS: list[Migration] = [_create_initial_tables]
+
+
+def current_version(conn: Connection) -> int:
+    schema.schema_version.create(conn, checkfirst=True)
+    latest = conn.execute(
+        select(schema.schema_version.c.version).order_by(schema.schema_version.c.version.desc())
+    ).first()
+    return 0 if latest is None else int(latest[0])
+
+
+def migrate(conn: Connection, migrations: list[Migration] = MIGRATIONS) -> int:
+    """Apply the pending migrations in the caller's transaction; returns the new version."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
+    version = current_version(conn)
+    for target, migration in enumerate(migrations[version:], start=version + 1):
+        migration(conn)
+        conn.execute(
+            schema.schema_version.insert().values(
+                version=target, applied_at=int(time.time() * 1000)
+            )
+        )
+    return max(version, len(migrations))

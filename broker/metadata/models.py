@@ -1,0 +1,48 @@
+"""Plain records the metadata store returns; they carry no database handles."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerRegistration:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    registered_at: int
+    heartbeat_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionAssignment:
+    partition: int
+    replicas: tuple[int, ...]
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicRecord:
+    name: str
+    topic_id: uuid.UUID
+    configs: dict[str, str] = field(default_factory=dict)
+    partitions: tuple[PartitionAssignment, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorRecord:
+    name: str
+    configs: dict[str, str]
+    created_at: int
+
+
+class TopicExistsError(Exception):
+    """CreateTopics for a name (or a topic id) that is already taken."""
+
+
+class UnknownTopicError(Exception):
+    """An operation on a topic the store does not know."""

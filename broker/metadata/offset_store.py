@@ -1,0 +1,87 @@
+"""Committed consumer offsets in the ``group_offsets`` table (the group coordinator's
+``OffsetStore``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Mapping
+
+from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
+from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata.store import MetadataStore
+from sqlalchemy import and_, delete, select, tuple_, update
+
+
+class SqlOffsetStore:
+    def __init__(self, store: MetadataStore) -> None:
+        self._store = store
+
+    async def load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        return await asyncio.to_thread(self._load_all)
+
+    async def commit(
+        self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
+    ) -> None:
+        await asyncio.to_thread(self._commit, group_id, dict(offsets))
+
+    async def delete(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
+        await asyncio.to_thread(self._delete, group_id, list(partitions))
+
+    async def delete_group(self, group_id: str) -> None:
+        await asyncio.to_thread(self._delete_group, group_id)
+
+    def _load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        table = schema.group_offsets
+        result: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        with self._store.engine.begin() as conn:
+            for row in conn.execute(select(table)):
+                result.setdefault(row.group_id, {})[TopicPartition(row.topic, row.partition)] = (
+                    CommittedOffset(
+                        committed_offset=row.committed_offset,
+                        leader_epoch=row.leader_epoch,
+                        metadata=row.metadata,
+                        commit_timestamp=row.commit_timestamp,
+                    )
+                )
+        return result
+
+    def _commit(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        table = schema.group_offsets
+        with self._store.engine.begin() as conn:
+            for tp, offset in offsets.items():
+                values = {
+                    "committed_offset": offset.committed_offset,
+                    "leader_epoch": offset.leader_epoch,
+                    "metadata": offset.metadata,
+                    "commit_timestamp": offset.commit_timestamp,
+                }
+                key = and_(
+                    table.c.group_id == group_id,
+                    table.c.topic == tp.topic,
+                    table.c.partition == tp.partition,
+                )
+                if not conn.execute(update(table).where(key).values(**values)).rowcount:
+                    conn.execute(
+                        table.insert().values(
+                            group_id=group_id, topic=tp.topic, partition=tp.partition, **values
+                        )
+                    )
+
+    def _delete(self, group_id: str, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        table = schema.group_offsets
+        with self._store.engine.begin() as conn:
+            conn.execute(
+                delete(table).where(
+                    table.c.group_id == group_id,
+                    tuple_(table.c.topic, table.c.partition).in_(
+                        [(tp.topic, tp.partition) for tp in partitions]
+                    ),
+                )
+            )
+
+    def _delete_group(self, group_id: str) -> None:
+        table = schema.group_offsets
+        with self._store.engine.begin() as conn:
+            conn.execute(delete(table).where(table.c.group_id == group_id))

@@ -1,0 +1,106 @@
+"""The metadata database tables (SQLAlchemy Core).
+
+Lists (replicas, ISR) and config maps are JSON text so that SQLite and PostgreSQL share
+one schema. Timestamps are epoch milliseconds, as Kafka writes them.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+schema_version = Table(
+    "schema_version",
+    metadata,
+    Column("version", Integer, primary_key=True),
+    Column("applied_at", BigInteger, nullable=False),
+)
+
+cluster = Table(
+    "cluster",
+    metadata,
+    Column("cluster_id", String(64), primary_key=True),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+brokers = Table(
+    "brokers",
+    metadata,
+    Column("broker_id", Integer, primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("port", Integer, nullable=False),
+    Column("rack", String(255)),
+    Column("registered_at", BigInteger, nullable=False),
+    Column("heartbeat_at", BigInteger, nullable=False),
+)
+
+topics = Table(
+    "topics",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("topic_id", String(36), nullable=False, unique=True),
+    Column("configs", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+partitions = Table(
+    "partitions",
+    metadata,
+    Column("topic", String(255), ForeignKey("topics.name", ondelete="CASCADE"), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("replicas", Text, nullable=False),
+    Column("leader", Integer, nullable=False),
+    Column("leader_epoch", Integer, nullable=False),
+    Column("isr", Text, nullable=False),
+)
+
+group_offsets = Table(
+    "group_offsets",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    Column("topic", String(255), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("committed_offset", BigInteger, nullable=False),
+    Column("leader_epoch", Integer, nullable=False),
+    Column("metadata", Text),
+    Column("commit_timestamp", BigInteger, nullable=False),
+)
+
+acls = Table(
+    "acls",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("resource_type", Integer, nullable=False),
+    Column("resource_name", String(255), nullable=False),
+    Column("pattern_type", Integer, nullable=False),
+    Column("principal", String(255), nullable=False),
+    Column("host", String(255), nullable=False),
+    Column("operation", Integer, nullable=False),
+    Column("permission_type", Integer, nullable=False),
+)
+
+mirrors = Table(
+    "mirrors",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("configs", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+)
+
+broker_configs = Table(
+    "broker_configs",
+    metadata,
+    Column("broker", String(16), primary_key=True),
+    Column("name", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+)

@@ -1,0 +1,410 @@
+"""The cluster metadata store: the one state the brokers of a cluster share.
+
+Every method is synchronous and short (one transaction). The broker runs them through
+``asyncio.to_thread`` so the event loop never waits on the database; a thread per call
+is cheap next to a SQLite fsync or a PostgreSQL round trip, and it keeps this module free
+of an async driver. SQLite runs in WAL mode with a busy timeout and takes the write lock
+at ``BEGIN`` (``BEGIN IMMEDIATE``), so several broker processes can share one file
+without the lock-upgrade deadlocks that deferred transactions get.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from mirrorsim.broker.auth.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata.ids import new_cluster_id
+from mirrorsim.broker.metadata.migrations import migrate
+from mirrorsim.broker.metadata.models import (
+    BrokerRegistration,
+    MirrorRecord,
+    PartitionAssignment,
+    TopicExistsError,
+    TopicRecord,
+    UnknownTopicError,
+)
+from mirrorsim.broker.metadata.view import ClusterSnapshot
+from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, select, update
+from sqlalchemy.engine import make_url
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+CLUSTER_DEFAULT = ""
+"""The ``broker`` key of cluster-wide dynamic broker configs (Kafka's default entity)."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _sqlite_engine(url: str) -> Engine:
+    engine = create_engine(url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_MS / 1000})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # let SQLAlchemy's "begin" event decide
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+    return engine
+
+
+def create_store_engine(url: str) -> Engine:
+    if make_url(url).get_backend_name() == "sqlite":
+        return _sqlite_engine(url)
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(v) for v in json.loads(text))
+
+
+class MetadataStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str) -> MetadataStore:
+        """Connect and bring the schema up to date."""
+        store = cls(create_store_engine(url))
+        with store._tx() as conn:
+            migrate(conn)
+        return store
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    @contextmanager
+    def _tx(self) -> Iterator[Connection]:
+        with self.engine.begin() as conn:
+            yield conn
+
+    # cluster and brokers
+
+    def ensure_cluster_id(self, proposed: str | None = None) -> str:
+        """The cluster id, created from ``proposed`` (or at random) by the first caller."""
+        with self._tx() as conn:
+            row = conn.execute(select(schema.cluster.c.cluster_id)).first()
+            if row is not None:
+                return str(row[0])
+            cluster_id = proposed or new_cluster_id()
+            conn.execute(
+                schema.cluster.insert().values(cluster_id=cluster_id, created_at=_now_ms())
+            )
+            return cluster_id
+
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> None:
+        now = _now_ms()
+        values = {
+            "host": host,
+            "port": port,
+            "rack": rack,
+            "registered_at": now,
+            "heartbeat_at": now,
+        }
+        with self._tx() as conn:
+            updated = conn.execute(
+                update(schema.brokers)
+                .where(schema.brokers.c.broker_id == broker_id)
+                .values(**values)
+            ).rowcount
+            if not updated:
+                conn.execute(schema.brokers.insert().values(broker_id=broker_id, **values))
+
+    def heartbeat(self, broker_id: int) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                update(schema.brokers)
+                .where(schema.brokers.c.broker_id == broker_id)
+                .values(heartbeat_at=_now_ms())
+            )
+
+    def unregister_broker(self, broker_id: int) -> None:
+        with self._tx() as conn:
+            conn.execute(delete(schema.brokers).where(schema.brokers.c.broker_id == broker_id))
+
+    def brokers(self) -> list[BrokerRegistration]:
+        with self._tx() as conn:
+            rows = conn.execute(select(schema.brokers).order_by(schema.brokers.c.broker_id))
+            return [BrokerRegistration(**row._mapping) for row in rows]
+
+    # topics and partitions
+
+    def create_topic(self, topic: TopicRecord) -> None:
+        with self._tx() as conn:
+            taken = conn.execute(
+                select(schema.topics.c.name).where(
+                    (schema.topics.c.name == topic.name)
+                    | (schema.topics.c.topic_id == str(topic.topic_id))
+                )
+            ).first()
+            if taken is not None:
+                raise TopicExistsError(f"Topic '{topic.name}' already exists.")
+            conn.execute(
+                schema.topics.insert().values(
+                    name=topic.name,
+                    topic_id=str(topic.topic_id),
+                    configs=json.dumps(topic.configs, sort_keys=True),
+                    created_at=_now_ms(),
+                )
+            )
+            self._insert_partitions(conn, topic.name, topic.partitions)
+
+    def delete_topic(self, name: str) -> TopicRecord:
+        with self._tx() as conn:
+            record = self._load_topics(conn, [name]).get(name)
+            if record is None:
+                raise UnknownTopicError(name)
+            conn.execute(delete(schema.partitions).where(schema.partitions.c.topic == name))
+            conn.execute(delete(schema.topics).where(schema.topics.c.name == name))
+            return record
+
+    def add_partitions(self, name: str, assignments: Iterable[PartitionAssignment]) -> None:
+        with self._tx() as conn:
+            if name not in self._load_topics(conn, [name]):
+                raise UnknownTopicError(name)
+            self._insert_partitions(conn, name, tuple(assignments))
+
+    def update_partition(self, topic: str, assignment: PartitionAssignment) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                update(schema.partitions)
+                .where(
+                    and_(
+                        schema.partitions.c.topic == topic,
+                        schema.partitions.c.partition == assignment.partition,
+                    )
+                )
+                .values(
+                    replicas=json.dumps(assignment.replicas),
+                    leader=assignment.leader,
+                    leader_epoch=assignment.leader_epoch,
+                    isr=json.dumps(assignment.isr),
+                )
+            )
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        """Replace a topic's overrides wholesale (callers compute the new map)."""
+        with self._tx() as conn:
+            updated = conn.execute(
+                update(schema.topics)
+                .where(schema.topics.c.name == name)
+                .values(configs=json.dumps(dict(configs), sort_keys=True))
+            ).rowcount
+            if not updated:
+                raise UnknownTopicError(name)
+
+    def topics(self, names: Iterable[str] | None = None) -> dict[str, TopicRecord]:
+        """Topics by name; all of them when ``names`` is None. Unknown names are absent."""
+        with self._tx() as conn:
+            return self._load_topics(conn, None if names is None else list(names))
+
+    def _load_topics(self, conn: Connection, names: list[str] | None) -> dict[str, TopicRecord]:
+        topic_query = select(schema.topics)
+        part_query = select(schema.partitions).order_by(
+            schema.partitions.c.topic, schema.partitions.c.partition
+        )
+        if names is not None:
+            topic_query = topic_query.where(schema.topics.c.name.in_(names))
+            part_query = part_query.where(schema.partitions.c.topic.in_(names))
+        assignments: dict[str, list[PartitionAssignment]] = {}
+        for row in conn.execute(part_query):
+            assignments.setdefault(row.topic, []).append(
+                PartitionAssignment(
+                    partition=row.partition,
+                    replicas=_ints(row.replicas),
+                    leader=row.leader,
+                    leader_epoch=row.leader_epoch,
+                    isr=_ints(row.isr),
+                )
+            )
+        return {
+            row.name: TopicRecord(
+                name=row.name,
+                topic_id=uuid.UUID(row.topic_id),
+                configs=json.loads(row.configs),
+                partitions=tuple(assignments.get(row.name, ())),
+            )
+            for row in conn.execute(topic_query)
+        }
+
+    @staticmethod
+    def _insert_partitions(
+        conn: Connection, topic: str, assignments: tuple[PartitionAssignment, ...]
+    ) -> None:
+        if not assignments:
+            return
+        conn.execute(
+            schema.partitions.insert(),
+            [
+                {
+                    "topic": topic,
+                    "partition": a.partition,
+                    "replicas": json.dumps(a.replicas),
+                    "leader": a.leader,
+                    "leader_epoch": a.leader_epoch,
+                    "isr": json.dumps(a.isr),
+                }
+                for a in assignments
+            ],
+        )
+
+    # dynamic broker configs
+
+    def broker_configs(self, broker: str) -> dict[str, str]:
+        """Dynamic configs of one broker (its id as text) or of ``CLUSTER_DEFAULT``."""
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(schema.broker_configs.c.name, schema.broker_configs.c.value).where(
+                    schema.broker_configs.c.broker == broker
+                )
+            )
+            return {row.name: row.value for row in rows}
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Brokers, topics and dynamic broker configs, read in one transaction."""
+        with self._tx() as conn:
+            brokers = {
+                row.broker_id: BrokerRegistration(**row._mapping)
+                for row in conn.execute(select(schema.brokers))
+            }
+            topics = self._load_topics(conn, None)
+            dynamic: dict[str, dict[str, str]] = {}
+            for row in conn.execute(select(schema.broker_configs)):
+                dynamic.setdefault(row.broker, {})[row.name] = row.value
+        return ClusterSnapshot(
+            brokers=brokers,
+            topics=topics,
+            dynamic_default_configs=dynamic.pop(CLUSTER_DEFAULT, {}),
+            dynamic_broker_configs={int(k): v for k, v in dynamic.items()},
+        )
+
+    def set_broker_configs(self, broker: str, configs: Mapping[str, str]) -> None:
+        with self._tx() as conn:
+            conn.execute(
+                delete(schema.broker_configs).where(schema.broker_configs.c.broker == broker)
+            )
+            if configs:
+                conn.execute(
+                    schema.broker_configs.insert(),
+                    [{"broker": broker, "name": k, "value": v} for k, v in configs.items()],
+                )
+
+    # ACLs
+
+    def create_acls(self, bindings: Iterable[AclBinding]) -> None:
+        """Add bindings; one that already exists is not duplicated (Kafka is idempotent)."""
+        with self._tx() as conn:
+            known = set(self._load_acls(conn))
+            fresh = [b for b in dict.fromkeys(bindings) if b not in known]
+            if fresh:
+                conn.execute(schema.acls.insert(), [self._acl_row(b) for b in fresh])
+
+    def acls(self, acl_filter: AclFilter | None = None) -> list[AclBinding]:
+        with self._tx() as conn:
+            bindings = self._load_acls(conn)
+        return [b for b in bindings if acl_filter is None or acl_filter.matches(b)]
+
+    def delete_acls(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """Delete what each filter matches; per filter, the bindings it removed."""
+        with self._tx() as conn:
+            rows = conn.execute(select(schema.acls)).all()
+            matched: list[list[AclBinding]] = [[] for _ in filters]
+            doomed: set[int] = set()
+            for row in rows:
+                binding = self._acl_binding(row._mapping)
+                for i, acl_filter in enumerate(filters):
+                    if acl_filter.matches(binding):
+                        matched[i].append(binding)
+                        doomed.add(row.id)
+            if doomed:
+                conn.execute(delete(schema.acls).where(schema.acls.c.id.in_(doomed)))
+            return matched
+
+    @staticmethod
+    def _acl_row(binding: AclBinding) -> dict[str, Any]:
+        return {
+            "resource_type": int(binding.resource_type),
+            "resource_name": binding.resource_name,
+            "pattern_type": int(binding.pattern_type),
+            "principal": binding.principal,
+            "host": binding.host,
+            "operation": int(binding.operation),
+            "permission_type": int(binding.permission_type),
+        }
+
+    @staticmethod
+    def _acl_binding(row: Mapping[str, Any]) -> AclBinding:
+        return AclBinding(
+            resource_type=ResourceType(row["resource_type"]),
+            resource_name=row["resource_name"],
+            pattern_type=PatternType(row["pattern_type"]),
+            principal=row["principal"],
+            host=row["host"],
+            operation=AclOperation(row["operation"]),
+            permission_type=AclPermissionType(row["permission_type"]),
+        )
+
+    def _load_acls(self, conn: Connection) -> list[AclBinding]:
+        rows = conn.execute(select(schema.acls).order_by(schema.acls.c.id))
+        return [self._acl_binding(row._mapping) for row in rows]
+
+    # mirrors
+
+    def create_mirror(self, name: str, configs: Mapping[str, str]) -> None:
+        with self._tx() as conn:
+            if conn.execute(
+                select(schema.mirrors.c.name).where(schema.mirrors.c.name == name)
+            ).first():
+                raise KeyError(f"mirror {name} already exists")
+            conn.execute(
+                schema.mirrors.insert().values(
+                    name=name,
+                    configs=json.dumps(dict(configs), sort_keys=True),
+                    created_at=_now_ms(),
+                )
+            )
+
+    def set_mirror_configs(self, name: str, configs: Mapping[str, str]) -> None:
+        with self._tx() as conn:
+            updated = conn.execute(
+                update(schema.mirrors)
+                .where(schema.mirrors.c.name == name)
+                .values(configs=json.dumps(dict(configs), sort_keys=True))
+            ).rowcount
+            if not updated:
+                raise KeyError(f"unknown mirror {name}")
+
+    def delete_mirror(self, name: str) -> bool:
+        with self._tx() as conn:
+            return bool(
+                conn.execute(delete(schema.mirrors).where(schema.mirrors.c.name == name)).rowcount
+            )
+
+    def mirrors(self) -> dict[str, MirrorRecord]:
+        with self._tx() as conn:
+            rows = conn.execute(select(schema.mirrors).order_by(schema.mirrors.c.name))
+            return {
+                row.name: MirrorRecord(row.name, json.loads(row.configs), row.created_at)
+                for row in rows
+            }

@@ -1,0 +1,82 @@
+"""A broker's in-memory picture of the metadata store, and what changed between two.
+
+The broker refreshes a snapshot after each of its own writes and on a timer (so it sees
+the writes of the other brokers sharing the store), then hands the partition-level
+differences to the replica manager. The diff is a pure function of two snapshots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mirrorsim.broker.config import BrokerConfigLayers
+from mirrorsim.broker.metadata.models import BrokerRegistration, TopicRecord
+from mirrorsim.broker.replica.partition_state import PartitionState
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    topics: dict[str, TopicRecord] = field(default_factory=dict)
+    dynamic_default_configs: dict[str, str] = field(default_factory=dict)
+    dynamic_broker_configs: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def live_brokers(self, now_ms: float, session_timeout_ms: int) -> list[BrokerRegistration]:
+        """Brokers whose last heartbeat is within the session timeout, by id."""
+        return [
+            b
+            for _, b in sorted(self.brokers.items())
+            if now_ms - b.heartbeat_at <= session_timeout_ms
+        ]
+
+    def config_layers(self, broker_id: int, static: Mapping[str, str]) -> BrokerConfigLayers:
+        return BrokerConfigLayers(
+            dynamic_broker=self.dynamic_broker_configs.get(broker_id, {}),
+            dynamic_default=self.dynamic_default_configs,
+            static=static,
+        )
+
+    def topic_by_id(self, topic_id: object) -> TopicRecord | None:
+        return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
+
+
+def partition_states(topic: TopicRecord) -> list[PartitionState]:
+    return [
+        PartitionState(
+            topic=topic.name,
+            partition=p.partition,
+            topic_id=topic.topic_id,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            replicas=p.replicas,
+            isr=p.isr,
+            configs=dict(topic.configs),
+        )
+        for p in topic.partitions
+    ]
+
+
+def partition_changes(
+    old: Mapping[str, TopicRecord], new: Mapping[str, TopicRecord]
+) -> tuple[list[PartitionState], list[tuple[str, int]]]:
+    """(partition states that appeared or changed, partitions that disappeared).
+
+    A topic deleted and re-created under the same name has a new topic id: its old
+    partitions are reported removed and its new ones changed.
+    """
+    changed: list[PartitionState] = []
+    removed: list[tuple[str, int]] = []
+    for name, before in old.items():
+        after = new.get(name)
+        if after is None or after.topic_id != before.topic_id:
+            removed.extend((name, p.partition) for p in before.partitions)
+    for name, after in new.items():
+        before = old.get(name)
+        previous = (
+            {s.partition: s for s in partition_states(before)}
+            if before is not None and before.topic_id == after.topic_id
+            else {}
+        )
+        changed.extend(s for s in partition_states(after) if previous.get(s.partition) != s)
+    return changed, removed

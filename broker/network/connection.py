@@ -1,0 +1,140 @@
+"""One client connection: read and queue frames, handle them one at a time, answer in order.
+
+Kafka processes one request per connection at a time and answers in request order; it
+keeps reading meanwhile, so a pipelining client is never stalled by the socket. This
+class does the same with two tasks: a reader that splits frames into a bounded queue (the
+bound is the backpressure) and a processor that dispatches them one by one. A long-poll
+Fetch therefore delays later responses on its own connection only, exactly as in Kafka.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from mirrorsim.protocol.framing import FrameError, FrameSplitter
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 64 * 1024
+MAX_QUEUED_REQUESTS = 64
+
+Dispatch = Callable[["Connection", bytes], Awaitable[bytes | None]]
+
+
+class CloseConnection(Exception):
+    """Raised by the dispatcher when Kafka would drop the connection (logged once)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    max_request_bytes: int
+    idle_timeout_s: float
+
+
+class Connection:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        dispatch: Dispatch,
+        limits: ConnectionLimits,
+    ) -> None:
+        self._reader = reader
+        self._writer = writer
+        self._dispatch = dispatch
+        self._limits = limits
+        self._splitter = FrameSplitter(limits.max_request_bytes)
+        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_REQUESTS)
+        self._busy = False
+        self._last_activity = time.monotonic()
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.client_host: str = str(peer[0])
+        self.peer = f"{peer[0]}:{peer[1]}"
+        self._reader_task: asyncio.Task[None] | None = None
+        self._processor_task: asyncio.Task[None] | None = None
+
+    async def run(self) -> None:
+        """Serve until the peer closes, a protocol violation, idleness or shutdown."""
+        self._reader_task = asyncio.create_task(self._read_loop(), name=f"read {self.peer}")
+        self._processor_task = asyncio.create_task(self._process_loop(), name=f"serve {self.peer}")
+        try:
+            await self._processor_task
+        except asyncio.CancelledError:
+            pass
+        finally:
+            self._reader_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader_task
+            self._writer.close()
+            with contextlib.suppress(ConnectionError, OSError):
+                await self._writer.wait_closed()
+
+    async def drain_and_close(self, timeout_s: float) -> None:
+        """Stop reading, finish the requests already received (up to ``timeout_s``), close."""
+        if self._reader_task is None or self._processor_task is None:
+            return
+        self._reader_task.cancel()
+        done, _ = await asyncio.wait({self._processor_task}, timeout=timeout_s)
+        if not done:
+            self._processor_task.cancel()
+            log.warning("connection %s: in-flight requests cancelled at shutdown", self.peer)
+
+    async def _read_loop(self) -> None:
+        try:
+            while True:
+                data = await self._read_with_idle_timeout()
+                if not data:
+                    break
+                self._last_activity = time.monotonic()
+                for frame in self._splitter.feed(data):
+                    await self._queue.put(frame)
+        except FrameError as exc:
+            log.warning("connection %s closed: malformed frame: %s", self.peer, exc)
+        except _Idle:
+            log.info("connection %s closed: idle longer than connections.max.idle.ms", self.peer)
+        except (ConnectionError, OSError) as exc:
+            log.debug("connection %s read failed: %s", self.peer, exc)
+        finally:
+            await self._queue.put(None)
+
+    async def _read_with_idle_timeout(self) -> bytes:
+        while True:
+            remaining = self._last_activity + self._limits.idle_timeout_s - time.monotonic()
+            if remaining <= 0 and not self._busy and self._queue.empty():
+                raise _Idle
+            try:
+                return await asyncio.wait_for(self._reader.read(READ_CHUNK), max(remaining, 0.05))
+            except TimeoutError:
+                if not self._busy and self._queue.empty():
+                    raise _Idle from None
+                self._last_activity = time.monotonic()
+
+    async def _process_loop(self) -> None:
+        while True:
+            frame = await self._queue.get()
+            if frame is None:
+                return
+            self._busy = True
+            try:
+                response = await self._dispatch(self, frame)
+            except CloseConnection as exc:
+                log.warning("connection %s closed: %s", self.peer, exc)
+                return
+            finally:
+                self._busy = False
+            if response is not None:
+                self._writer.write(response)
+                try:
+                    await self._writer.drain()
+                except (ConnectionError, OSError):
+                    return
+            self._last_activity = time.monotonic()
+
+
+class _Idle(Exception):
+    pass

@@ -1,0 +1,66 @@
+"""Route one request frame to its handler and encode the answer, with Kafka's rules for
+requests the broker cannot serve.
+
+- ApiVersions at a version newer than ours: a v0 response carrying UNSUPPORTED_VERSION
+  and our supported list, so the client can retry at a version we speak.
+- Any other unknown api key or unsupported version, or an undecodable request: Kafka
+  closes the connection; we do the same and say why in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from mirrorsim.broker.handlers.api_versions import unsupported_version_response
+from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
+from mirrorsim.broker.network.connection import CloseConnection, Connection
+from mirrorsim.protocol.framing import (
+    API_VERSIONS_KEY,
+    FrameError,
+    decode_request,
+    encode_response,
+    peek_header,
+)
+
+log = logging.getLogger(__name__)
+
+
+class Dispatcher:
+    def __init__(self, broker: Any) -> None:
+        self._broker = broker
+
+    async def __call__(self, conn: Connection, frame: bytes) -> bytes | None:
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except FrameError as exc:
+            raise CloseConnection(f"malformed request header: {exc}") from None
+        registration = HANDLERS.get(api_key)
+        if api_key == API_VERSIONS_KEY and (
+            registration is None or version > registration.max_version
+        ):
+            return encode_response(
+                unsupported_version_response(), api_version=0, correlation_id=correlation_id
+            )
+        if registration is None:
+            raise CloseConnection(f"unknown api key {api_key} (correlation id {correlation_id})")
+        if not registration.min_version <= version <= registration.max_version:
+            raise CloseConnection(
+                f"unsupported version {version} of api key {api_key}; supported "
+                f"{registration.min_version}..{registration.max_version}"
+            )
+        try:
+            request = decode_request(frame)
+        except FrameError as exc:
+            raise CloseConnection(f"malformed request: {exc}") from None
+        ctx = RequestContext(
+            header=request.header, broker=self._broker, client_host=conn.client_host
+        )
+        try:
+            response = await registration.handler(ctx, request.body)
+        except Exception as exc:
+            log.exception("handler for api key %d v%d failed", api_key, version)
+            raise CloseConnection(f"internal error handling api key {api_key}: {exc}") from exc
+        if response is None:
+            return None
+        return encode_response(response, api_version=version, correlation_id=correlation_id)

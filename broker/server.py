@@ -1,0 +1,223 @@
+"""One broker: its listener, its view of the cluster metadata and the components that own
+partitions and groups.
+
+Start order makes the broker visible only when it can serve: open the metadata store,
+start the components, bind the listener, then register (with the bound port) and apply
+the partition states. Stop runs the other way round: stop the periodic jobs, drain the
+listener, stop the components, unregister.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import mirrorsim.broker.handlers  # noqa: F401  (registers every handler)
+from mirrorsim.broker.config import (
+    BrokerConfigLayers,
+    effective_broker_config,
+    normalize_static_configs,
+    resolve_broker_config,
+)
+from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
+from mirrorsim.broker.log import LogManager
+from mirrorsim.broker.metadata.controller import MetadataController
+from mirrorsim.broker.metadata.models import BrokerRegistration
+from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
+from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
+from mirrorsim.broker.network.connection import ConnectionLimits
+from mirrorsim.broker.network.dispatcher import Dispatcher
+from mirrorsim.broker.network.server import KafkaServer
+from mirrorsim.broker.replica import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Broker:
+    def __init__(
+        self,
+        *,
+        broker_id: int,
+        host: str,
+        port: int,
+        data_dir: Path | str,
+        metadata_url: str,
+        cluster_id: str | None = None,
+        configs: Mapping[str, Any] | None = None,
+        rack: str | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.data_dir = Path(data_dir)
+        self.metadata_url = metadata_url
+        self.rack = rack
+        self.static_configs = normalize_static_configs({**(configs or {}), "broker.id": broker_id})
+        self._proposed_cluster_id = cluster_id
+        self.cluster_id: str = cluster_id or ""
+        self.snapshot = ClusterSnapshot()
+        self._refresh_lock = asyncio.Lock()
+        self._jobs: list[asyncio.Task[None]] = []
+        self._resources = contextlib.AsyncExitStack()
+        self.server = KafkaServer(
+            host,
+            port,
+            Dispatcher(self),
+            ConnectionLimits(
+                max_request_bytes=int(self.config("socket.request.max.bytes")),
+                idle_timeout_s=int(self.config("connections.max.idle.ms")) / 1000,
+            ),
+        )
+        self.store: MetadataStore
+        self.controller: MetadataController
+        self.log_manager: LogManager
+        self.replica_manager: ReplicaManager
+        self.groups: GroupCoordinator
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    # configuration and cluster view
+
+    def config_layers(self) -> BrokerConfigLayers:
+        return self.snapshot.config_layers(self.broker_id, self.static_configs)
+
+    def config(self, name: str) -> Any:
+        """The typed, effective value of a broker config (dynamic over static over default)."""
+        return effective_broker_config(self.config_layers(), name)
+
+    def live_brokers(self) -> list[BrokerRegistration]:
+        return self.snapshot.live_brokers(
+            wall_clock_ms(), int(self.config("broker.session.timeout.ms"))
+        )
+
+    def controller_id(self) -> int:
+        """Any broker can change metadata; the lowest live id is reported as controller."""
+        live = self.live_brokers()
+        return live[0].broker_id if live else self.broker_id
+
+    # lifecycle
+
+    async def start(self) -> None:
+        """Start every component; on failure, stop those already started and re-raise."""
+        try:
+            await self._start_components()
+        except BaseException:
+            await self._resources.aclose()
+            raise
+        self._jobs = [
+            self._periodic("broker heartbeat", "broker.heartbeat.interval.ms", self._heartbeat),
+            self._periodic(
+                "metadata refresh", "metadata.refresh.interval.ms", self.refresh_metadata
+            ),
+        ]
+        log.info(
+            "broker %d of cluster %s ready on %s", self.broker_id, self.cluster_id, self.bootstrap
+        )
+
+    async def _start_components(self) -> None:
+        resources = self._resources
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.store = await asyncio.to_thread(MetadataStore.open, self.metadata_url)
+        resources.push_async_callback(asyncio.to_thread, self.store.close)
+        self.cluster_id = await asyncio.to_thread(
+            self.store.ensure_cluster_id, self._proposed_cluster_id
+        )
+        self.controller = MetadataController(
+            self.store,
+            broker_id=self.broker_id,
+            static_configs=self.static_configs,
+            snapshot=lambda: self.snapshot,
+            live_broker_ids=lambda: [b.broker_id for b in self.live_brokers()],
+            on_change=self.refresh_metadata,
+        )
+        self.log_manager = LogManager(self.data_dir)
+        resources.callback(self.log_manager.close)
+        self.replica_manager = ReplicaManager(
+            broker_id=self.broker_id, log_manager=self.log_manager, clock=wall_clock_ms
+        )
+        await self.replica_manager.start()
+        resources.push_async_callback(self.replica_manager.stop)
+        self.groups = GroupCoordinator(
+            offset_store=SqlOffsetStore(self.store),
+            clock=SystemClock(),
+            config=GroupConfig.from_properties(
+                {v.name: v.value for v in resolve_broker_config(self.config_layers())}
+            ),
+        )
+        await self.groups.start()
+        resources.push_async_callback(self.groups.stop)
+        await self.server.start()
+        resources.push_async_callback(self._drain_listener)
+        await asyncio.to_thread(
+            self.store.register_broker, self.broker_id, self.host, self.port, self.rack
+        )
+        resources.push_async_callback(
+            asyncio.to_thread, self.store.unregister_broker, self.broker_id
+        )
+        await self.refresh_metadata()
+
+    async def _drain_listener(self) -> None:
+        await self.server.stop(int(self.config("shutdown.drain.timeout.ms")) / 1000)
+
+    async def stop(self) -> None:
+        """Stop the jobs, drain the listener, then stop the components in reverse order."""
+        for job in self._jobs:
+            job.cancel()
+        for job in self._jobs:
+            with contextlib.suppress(asyncio.CancelledError):
+                await job
+        self._jobs = []
+        await self._resources.aclose()
+        log.info("broker %d stopped", self.broker_id)
+
+    # metadata propagation
+
+    async def refresh_metadata(self) -> None:
+        """Re-read the store and hand every partition change to the replica manager.
+
+        Serialized by a lock so that two refreshes never apply their diffs out of order
+        (the diff is against the last applied snapshot).
+        """
+        async with self._refresh_lock:
+            fresh = await asyncio.to_thread(self.store.snapshot)
+            changed, removed = partition_changes(self.snapshot.topics, fresh.topics)
+            self.snapshot = fresh
+            for topic, partition in removed:
+                await self.replica_manager.remove_partition(topic, partition, delete=True)
+            for state in changed:
+                await self.replica_manager.apply_partition_state(state)
+
+    async def _heartbeat(self) -> None:
+        await asyncio.to_thread(self.store.heartbeat, self.broker_id)
+
+    def _periodic(
+        self, name: str, interval_config: str, work: Callable[[], Awaitable[None]]
+    ) -> asyncio.Task[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(int(self.config(interval_config)) / 1000)
+                started = time.monotonic()
+                try:
+                    await work()
+                except Exception:
+                    log.exception("broker %d: job %r failed", self.broker_id, name)
+                log.debug(
+                    "broker %d: job %r took %.3fs", self.broker_id, name, time.monotonic() - started
+                )
+
+        return asyncio.create_task(loop(), name=f"broker {self.broker_id} {name}")

@@ -1,0 +1,70 @@
+"""``mirrorsim up``: run every cluster of a config in the foreground until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+import click
+from mirrorsim.broker.cluster import (
+    DEFAULT_CLUSTERS_TOML,
+    ClusterRunner,
+    ClusterSpec,
+    parse_cluster_specs,
+)
+from mirrorsim.broker.config import ConfigError
+from mirrorsim.cli.errors import abort
+
+
+async def run_clusters(specs: list[ClusterSpec], stop: asyncio.Event) -> None:
+    """Start the clusters, announce each one, wait for ``stop``, then shut all down."""
+    runners: list[ClusterRunner] = []
+    try:
+        for spec in specs:
+            runner = ClusterRunner(spec)
+            await runner.start()
+            runners.append(runner)
+            click.echo(f"cluster {runner.name} ready bootstrap={runner.bootstrap}")
+        await stop.wait()
+    finally:
+        for runner in reversed(runners):
+            await runner.stop()
+
+
+async def _main(specs: list[ClusterSpec]) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await run_clusters(specs, stop)
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+@click.command()
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Cluster config (TOML). Default: clusters primary (9092) and backup (9192).",
+)
+@click.option("--processes", is_flag=True, help="Run each broker as its own OS process.")
+def up(config_file: Path | None, processes: bool) -> None:
+    """Start the clusters of the config and run until interrupted."""
+    if processes:
+        abort("--processes is not available yet; brokers run in this process")
+    text = config_file.read_text() if config_file else DEFAULT_CLUSTERS_TOML
+    try:
+        specs = parse_cluster_specs(text)
+    except ConfigError as exc:
+        abort(f"{config_file or 'default config'}: {exc}")
+    try:
+        asyncio.run(_main(specs))
+    except OSError as exc:
+        abort(f"cannot start: {exc}")
+    except ConfigError as exc:
+        abort(str(exc))
+    click.echo("all clusters stopped")

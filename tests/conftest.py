@@ -1,0 +1,93 @@
+"""Shared fixtures: free ports, condition waits and in-process clusters.
+
+- ``free_port()``: a TCP port free on 127.0.0.1 right now.
+- ``await wait_for(predicate, timeout=5.0)``: poll a sync or async predicate until it is
+  truthy (returns its value) or fail the test after ``timeout`` seconds.
+- ``await start_cluster(name="primary", brokers=1, configs=None)``: a running cluster in
+  ``tmp_path`` (brokers bind free ports); ``.bootstrap`` is "127.0.0.1:PORT,...". Every
+  cluster a test starts is stopped at teardown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import socket
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import pytest
+from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+
+POLL_INTERVAL_S = 0.01
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def wait_for(
+    predicate: Callable[[], Any] | Callable[[], Awaitable[Any]],
+    timeout: float = 5.0,
+    message: str = "condition",
+) -> Any:
+    """Poll until ``predicate()`` is truthy; its value is returned. Fails after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout}s waiting for {message}")
+        await asyncio.sleep(POLL_INTERVAL_S)
+
+
+class StartCluster(Protocol):
+    def __call__(
+        self,
+        name: str = "primary",
+        brokers: int = 1,
+        configs: Mapping[str, Any] | None = None,
+    ) -> Awaitable[ClusterRunner]: ...
+
+
+@pytest.fixture(name="free_port")
+def free_port_fixture() -> Callable[[], int]:
+    return free_port
+
+
+@pytest.fixture(name="wait_for")
+def wait_for_fixture() -> Callable[..., Awaitable[Any]]:
+    return wait_for
+
+
+@pytest.fixture
+async def start_cluster(tmp_path: Path) -> AsyncIterator[StartCluster]:
+    runners: list[ClusterRunner] = []
+
+    async def start(
+        name: str = "primary",
+        brokers: int = 1,
+        configs: Mapping[str, Any] | None = None,
+    ) -> ClusterRunner:
+        spec = ClusterSpec(
+            name=name,
+            data_dir=tmp_path / name,
+            brokers=brokers,
+            port=0,
+            configs=dict(configs or {}),
+        )
+        runner = ClusterRunner(spec)
+        await runner.start()
+        runners.append(runner)
+        return runner
+
+    yield start
+    for runner in reversed(runners):
+        await runner.stop()

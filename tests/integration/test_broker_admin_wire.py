@@ -1,0 +1,207 @@
+"""Admin requests that the stock clients do not send, built version by version with the
+project's own connection (topic ids, cluster-wide broker defaults, key types)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from mirrorsim.client.builder import build_request
+from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.errors import ErrorCode
+
+METADATA, FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS = 3, 10, 19, 20
+CREATE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 30, 32, 44
+TOPIC, BROKER = 2, 4
+TIMEOUT = timedelta(seconds=5)
+
+
+@pytest.fixture
+async def conn(start_cluster: Any) -> AsyncIterator[BrokerConnection]:
+    cluster = await start_cluster(configs={"auto.create.topics.enable": False})
+    broker = cluster.brokers[0]
+    connection = BrokerConnection(broker.host, broker.port, client_id="wire-test")
+    await connection.connect()
+    yield connection
+    await connection.close()
+
+
+async def send(
+    conn: BrokerConnection, api_key: int, version: int, fields: Mapping[str, Any]
+) -> Any:
+    return await conn.send(build_request(api_key, version, fields))
+
+
+async def create(conn: BrokerConnection, name: str, partitions: int = 1) -> Any:
+    response = await send(
+        conn,
+        CREATE_TOPICS,
+        7,
+        {
+            "topics": [
+                {
+                    "name": name,
+                    "num_partitions": partitions,
+                    "replication_factor": 1,
+                    "assignments": [],
+                    "configs": [],
+                }
+            ],
+            "timeout": TIMEOUT,
+            "validate_only": False,
+        },
+    )
+    (result,) = response.topics
+    assert result.error_code == ErrorCode.NONE
+    return result
+
+
+async def test_create_topics_v7_returns_topic_id_and_configs(conn: BrokerConnection) -> None:
+    result = await create(conn, "ids", partitions=2)
+    assert isinstance(result.topic_id, uuid.UUID) and result.topic_id.int != 0
+    assert result.num_partitions == 2
+    assert {c.name for c in result.configs} >= {"retention.ms", "cleanup.policy"}
+    assert "mirror.name" not in {c.name for c in result.configs}
+
+
+async def test_metadata_by_topic_id_and_unknown_topics(conn: BrokerConnection) -> None:
+    created = await create(conn, "by-id")
+    response = await send(
+        conn,
+        METADATA,
+        12,
+        {
+            "topics": [
+                {"topic_id": created.topic_id, "name": None},
+                {"topic_id": None, "name": "missing"},
+                {"topic_id": uuid.uuid4(), "name": None},
+            ],
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+    )
+    found, missing, unknown_id = response.topics
+    assert (found.name, found.error_code) == ("by-id", ErrorCode.NONE)
+    assert found.partitions[0].leader_epoch == 0
+    assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert unknown_id.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+async def test_delete_topics_by_id(conn: BrokerConnection) -> None:
+    created = await create(conn, "doomed")
+    response = await send(
+        conn,
+        DELETE_TOPICS,
+        6,
+        {
+            "topics": [
+                {"name": None, "topic_id": created.topic_id},
+                {"name": None, "topic_id": uuid.uuid4()},
+            ],
+            "timeout": TIMEOUT,
+        },
+    )
+    deleted, unknown = response.responses
+    assert (deleted.name, deleted.error_code) == ("doomed", ErrorCode.NONE)
+    assert unknown.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+
+
+async def test_cluster_wide_broker_default_applies_to_topics(conn: BrokerConnection) -> None:
+    await create(conn, "inherits")
+    response = await send(
+        conn,
+        INCREMENTAL_ALTER_CONFIGS,
+        1,
+        {
+            "resources": [
+                {
+                    "resource_type": BROKER,
+                    "resource_name": "",
+                    "configs": [{"name": "log.retention.ms", "config_operation": 0, "value": "42"}],
+                },
+                {
+                    "resource_type": BROKER,
+                    "resource_name": "",
+                    "configs": [{"name": "broker.id", "config_operation": 0, "value": "7"}],
+                },
+            ],
+            "validate_only": False,
+        },
+    )
+    assert [r.error_code for r in response.responses] == [ErrorCode.NONE, ErrorCode.INVALID_CONFIG]
+    described = await send(
+        conn,
+        DESCRIBE_CONFIGS,
+        4,
+        {
+            "resources": [
+                {
+                    "resource_type": TOPIC,
+                    "resource_name": "inherits",
+                    "configuration_keys": ["retention.ms"],
+                },
+                {"resource_type": BROKER, "resource_name": "", "configuration_keys": None},
+                {"resource_type": BROKER, "resource_name": "99", "configuration_keys": None},
+            ],
+            "include_synonyms": True,
+            "include_documentation": False,
+        },
+    )
+    topic, defaults, other_broker = described.results
+    (retention,) = topic.configs
+    assert (retention.value, retention.config_source) == ("42", 3)
+    assert [(s.name, s.source) for s in retention.synonyms] == [
+        ("log.retention.ms", 3),
+        ("log.retention.ms", 5),
+    ]
+    assert [(c.name, c.value) for c in defaults.configs] == [("log.retention.ms", "42")]
+    assert other_broker.error_code == ErrorCode.INVALID_REQUEST
+
+
+async def test_find_coordinator_batches_and_key_types(conn: BrokerConnection) -> None:
+    response = await send(
+        conn, FIND_COORDINATOR, 4, {"key_type": 1, "coordinator_keys": ["a", "b"]}
+    )
+    assert [(c.key, c.node_id, c.error_code) for c in response.coordinators] == [
+        ("a", 1, ErrorCode.NONE),
+        ("b", 1, ErrorCode.NONE),
+    ]
+    bad = await send(conn, FIND_COORDINATOR, 4, {"key_type": 7, "coordinator_keys": ["a"]})
+    assert bad.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+
+
+async def test_create_acls_rejects_invalid_bindings(conn: BrokerConnection) -> None:
+    def creation(**overrides: Any) -> dict[str, Any]:
+        return {
+            "resource_type": TOPIC,
+            "resource_name": "t",
+            "resource_pattern_type": 3,
+            "principal": "User:a",
+            "host": "*",
+            "operation": 3,
+            "permission_type": 3,
+            **overrides,
+        }
+
+    response = await send(
+        conn,
+        CREATE_ACLS,
+        3,
+        {
+            "creations": [
+                creation(),
+                creation(principal="nobody"),
+                creation(operation=1),
+                creation(resource_pattern_type=2),
+            ]
+        },
+    )
+    assert [r.error_code for r in response.results] == [
+        ErrorCode.NONE,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_REQUEST,
+    ]

@@ -1,0 +1,177 @@
+"""The broker's network layer over raw sockets: version negotiation, ordering, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+import pytest
+from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
+from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsV3
+from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.framing import FrameSplitter, decode_response, encode_request
+
+API_VERSIONS = 18
+METADATA = 3
+
+
+class RawClient:
+    """Frames in, frames out, nothing else: lets a test send what a real client would not."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.splitter = FrameSplitter()
+        self.frames: list[bytes] = []
+
+    @classmethod
+    async def connect(cls, bootstrap: str) -> RawClient:
+        host, port = bootstrap.split(",")[0].rsplit(":", 1)
+        return cls(*await asyncio.open_connection(host, int(port)))
+
+    def send(self, body: Any, version: int, correlation_id: int) -> None:
+        self.writer.write(
+            encode_request(body, api_version=version, correlation_id=correlation_id, client_id="t")
+        )
+
+    async def receive(self, api_key: int, version: int) -> tuple[int, Any]:
+        while not self.frames:
+            data = await asyncio.wait_for(self.reader.read(65536), 5)
+            assert data, "connection closed before a response arrived"
+            self.frames.extend(self.splitter.feed(data))
+        return decode_response(self.frames.pop(0), api_key=api_key, api_version=version)
+
+    async def closed_by_peer(self) -> bool:
+        return await asyncio.wait_for(self.reader.read(65536), 5) == b""
+
+    async def close(self) -> None:
+        self.writer.close()
+        await self.writer.wait_closed()
+
+
+@pytest.fixture
+async def broker(start_cluster: Any) -> Any:
+    return await start_cluster(configs={"connections.max.idle.ms": 300_000})
+
+
+@pytest.fixture
+async def client(broker: Any) -> Any:
+    raw = await RawClient.connect(broker.bootstrap)
+    yield raw
+    await raw.close()
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
+async def test_api_versions_lists_registered_apis(client: RawClient, version: int) -> None:
+    body = ApiVersionsV0() if version < 3 else _api_versions_v3(version)
+    client.send(body, version, 7)
+    correlation_id, response = await client.receive(API_VERSIONS, version)
+    assert correlation_id == 7
+    assert response.error_code == ErrorCode.NONE
+    keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
+    assert keys[API_VERSIONS] == (0, 4)
+    assert keys[METADATA][0] == 0
+
+
+def _api_versions_v3(version: int) -> Any:
+    from mirrorsim.protocol.registry import request_class
+
+    cls = request_class(API_VERSIONS, version)
+    assert cls is not None
+    return cls(client_software_name="mirrorsim-test", client_software_version="1")
+
+
+async def test_api_versions_newer_than_supported_gets_v0_error(client: RawClient) -> None:
+    payload = ApiVersionsV3(client_software_name="x", client_software_version="1")
+    frame = bytearray(encode_request(payload, api_version=3, correlation_id=11, client_id="t"))
+    struct.pack_into(">h", frame, 6, 99)  # pretend the client speaks ApiVersions v99
+    client.writer.write(bytes(frame))
+    correlation_id, response = await client.receive(API_VERSIONS, 0)
+    assert correlation_id == 11
+    assert response.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert any(k.api_key == API_VERSIONS for k in response.api_keys)
+
+
+async def test_pipelined_requests_are_answered_in_order(client: RawClient) -> None:
+    for correlation_id in range(20):
+        if correlation_id % 2:
+            client.send(MetadataV1(topics=None), 1, correlation_id)
+        else:
+            client.send(ApiVersionsV0(), 0, correlation_id)
+    for correlation_id in range(20):
+        key, version = (METADATA, 1) if correlation_id % 2 else (API_VERSIONS, 0)
+        received, _ = await client.receive(key, version)
+        assert received == correlation_id
+
+
+async def test_malformed_frame_closes_only_its_connection(broker: Any, client: RawClient) -> None:
+    other = await RawClient.connect(broker.bootstrap)
+    try:
+        client.writer.write(struct.pack(">ihhi", 10, METADATA, 1, 5) + b"\xff\xff")
+        assert await client.closed_by_peer()
+        other.send(ApiVersionsV0(), 0, 3)
+        correlation_id, response = await other.receive(API_VERSIONS, 0)
+        assert (correlation_id, response.error_code) == (3, ErrorCode.NONE)
+    finally:
+        await other.close()
+
+
+async def test_unknown_api_key_closes_connection(client: RawClient) -> None:
+    client.writer.write(struct.pack(">ihhih", 10, 9999, 0, 1, -1))
+    assert await client.closed_by_peer()
+
+
+async def test_unsupported_version_closes_connection(client: RawClient) -> None:
+    frame = bytearray(
+        encode_request(MetadataV1(topics=None), api_version=1, correlation_id=1, client_id="t")
+    )
+    struct.pack_into(">h", frame, 6, 999)
+    client.writer.write(bytes(frame))
+    assert await client.closed_by_peer()
+
+
+async def test_frame_larger_than_socket_request_max_bytes_closes(start_cluster: Any) -> None:
+    cluster = await start_cluster(configs={"socket.request.max.bytes": 1024})
+    raw = await RawClient.connect(cluster.bootstrap)
+    try:
+        raw.writer.write(struct.pack(">i", 4096) + b"\0" * 16)
+        assert await raw.closed_by_peer()
+    finally:
+        await raw.close()
+
+
+async def test_idle_connection_is_reaped(start_cluster: Any) -> None:
+    cluster = await start_cluster(configs={"connections.max.idle.ms": 200})
+    raw = await RawClient.connect(cluster.bootstrap)
+    try:
+        raw.send(ApiVersionsV0(), 0, 1)
+        await raw.receive(API_VERSIONS, 0)
+        assert await raw.closed_by_peer()
+    finally:
+        await raw.close()
+
+
+async def test_stop_answers_requests_already_received(start_cluster: Any) -> None:
+    cluster = await start_cluster()
+    raw = await RawClient.connect(cluster.bootstrap)
+    try:
+        raw.send(ApiVersionsV0(), 0, 1)
+        received, _ = await raw.receive(API_VERSIONS, 0)
+        assert received == 1
+        for correlation_id in range(2, 6):
+            raw.send(MetadataV1(topics=None), 1, correlation_id)
+        first, _ = await raw.receive(METADATA, 1)
+        await cluster.stop()
+        answered = [first]
+        while True:
+            try:
+                correlation_id, _ = await raw.receive(METADATA, 1)
+            except AssertionError:
+                break
+            answered.append(correlation_id)
+        assert answered == list(range(2, 2 + len(answered)))
+        assert answered[-1] == 5
+    finally:
+        await raw.close()
