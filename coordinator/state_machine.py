@@ -1,0 +1,171 @@
+"""The lifecycle of one mirror partition (KIP-1279 "MirrorCoordinator").
+
+Theory of operation
+-------------------
+Every mirror partition (a partition of a topic whose ``mirror.name`` config is set) is an
+independent replication unit with one state. The partition leader is the only actor that
+changes it; the coordinator owning the partition's ``__mirror_state`` key persists it.
+
+The leader is *level-triggered*: whenever the topic config or the state changes, it asks
+:func:`event_for_config` which single event (if any) moves the partition towards what the
+config asks for, applies it with :func:`next_state`, persists the new state, runs the
+state's entry actions (truncate, start or remove fetchers, stop), and asks again. So a
+pause that arrives while the partition is still PREPARING is simply acted on once it is
+MIRRORING; nothing is queued.
+
+::
+
+    UNKNOWN ──TOPIC_ADDED──▶ PREPARING ──TRUNCATION_COMPLETE──▶ MIRRORING
+    STOPPED ──TOPIC_ADDED──▶ PREPARING ◀──LEADER_ELECTED──────── MIRRORING
+    MIRRORING ──PAUSE_REQUESTED──▶ PAUSING ──FETCHERS_REMOVED──▶ PAUSED
+    PAUSED ──RESUME_REQUESTED──▶ MIRRORING
+    MIRRORING | PAUSED | FAILED ──STOP_REQUESTED──▶ STOPPING ──STOP_COMPLETE──▶ STOPPED
+    any ──FAILURE──▶ FAILED
+
+The table is data (:data:`TRANSITIONS`); anything not in it raises
+:class:`IllegalMirrorTransition` and leaves the caller's state untouched (states are
+values, so there is nothing to corrupt).
+
+FAILED → STOPPING is not in the spec's "Valid from" list for STOPPING, but the spec's
+FAILED paragraph prescribes exactly that restart path (remove the topic from the mirror,
+whose STOPPING handler is safe on a failed partition, then add it back), so it is here.
+"""
+
+from __future__ import annotations
+
+import enum
+import uuid
+from dataclasses import dataclass
+
+from mirrorsim.protocol.messages.mirror_state_records import MirrorPartitionStateId
+
+PAUSED_SUFFIX = ".paused"
+REMOVED_SUFFIX = ".removed"
+
+
+class MirrorPartitionState(enum.IntEnum):
+    """Partition states with the int8 ids of the wire (``MirrorPartitionStateId``)."""
+
+    PREPARING = MirrorPartitionStateId.PREPARING
+    MIRRORING = MirrorPartitionStateId.MIRRORING
+    PAUSING = MirrorPartitionStateId.PAUSING
+    PAUSED = MirrorPartitionStateId.PAUSED
+    STOPPING = MirrorPartitionStateId.STOPPING
+    STOPPED = MirrorPartitionStateId.STOPPED
+    FAILED = MirrorPartitionStateId.FAILED
+    UNKNOWN = MirrorPartitionStateId.UNKNOWN
+
+
+class MirrorEvent(enum.Enum):
+    TOPIC_ADDED = "topic added to the mirror (mirror.name set)"
+    LEADER_ELECTED = "a new destination leader must re-align its log"
+    TRUNCATION_COMPLETE = "every ISR member finished LME truncation"
+    PAUSE_REQUESTED = "mirror.name got the .paused suffix"
+    FETCHERS_REMOVED = "the partition's fetchers are gone"
+    RESUME_REQUESTED = "the .paused suffix was removed"
+    STOP_REQUESTED = "topic removed from the mirror (failover) or deleted on the source"
+    STOP_COMPLETE = "LSO truncation, LME, epoch bump and MIRROR_PID_RESET are done"
+    FAILURE = "an error the partition cannot recover from by itself"
+
+
+S = MirrorPartitionState
+E = MirrorEvent
+
+TRANSITIONS: dict[tuple[MirrorPartitionState, MirrorEvent], MirrorPartitionState] = {
+    (S.UNKNOWN, E.TOPIC_ADDED): S.PREPARING,
+    (S.STOPPED, E.TOPIC_ADDED): S.PREPARING,
+    (S.MIRRORING, E.LEADER_ELECTED): S.PREPARING,
+    (S.PREPARING, E.TRUNCATION_COMPLETE): S.MIRRORING,
+    (S.PAUSED, E.RESUME_REQUESTED): S.MIRRORING,
+    (S.MIRRORING, E.PAUSE_REQUESTED): S.PAUSING,
+    (S.PAUSING, E.FETCHERS_REMOVED): S.PAUSED,
+    (S.MIRRORING, E.STOP_REQUESTED): S.STOPPING,
+    (S.PAUSED, E.STOP_REQUESTED): S.STOPPING,
+    (S.FAILED, E.STOP_REQUESTED): S.STOPPING,
+    (S.STOPPING, E.STOP_COMPLETE): S.STOPPED,
+    **{(state, E.FAILURE): S.FAILED for state in S},
+}
+"""``(state, event) → next state``: the only legal moves."""
+
+del S, E
+
+
+class IllegalMirrorTransition(Exception):
+    """An event that the current state does not accept."""
+
+    def __init__(self, state: MirrorPartitionState, event: MirrorEvent) -> None:
+        super().__init__(f"{event.name} is not valid in state {state.name}")
+        self.state = state
+        self.event = event
+
+
+def next_state(state: MirrorPartitionState, event: MirrorEvent) -> MirrorPartitionState:
+    try:
+        return TRANSITIONS[(state, event)]
+    except KeyError:
+        raise IllegalMirrorTransition(state, event) from None
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorPartitionKey:
+    """One mirror partition; the topic id is what survives a delete-and-recreate."""
+
+    mirror: str
+    topic_id: uuid.UUID
+    topic: str
+    partition: int
+
+
+class MirrorNameIntent(enum.Enum):
+    """What the ``mirror.name`` topic config asks of a partition."""
+
+    NONE = "not a mirror topic"
+    MIRROR = "mirror"
+    PAUSE = "pause"
+    REMOVE = "remove (failover)"
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorNameConfig:
+    mirror: str | None
+    intent: MirrorNameIntent
+
+
+def parse_mirror_name(value: str | None) -> MirrorNameConfig:
+    """Split ``name``, ``name.paused``, ``name.removed`` or unset into mirror and intent.
+
+    The suffix wins: a mirror literally named ``x.paused`` cannot be told apart from a
+    paused ``x``, so such names must be refused when mirrors are created.
+    """
+    if not value:
+        return MirrorNameConfig(None, MirrorNameIntent.NONE)
+    if value.endswith(PAUSED_SUFFIX):
+        return MirrorNameConfig(value[: -len(PAUSED_SUFFIX)], MirrorNameIntent.PAUSE)
+    if value.endswith(REMOVED_SUFFIX):
+        return MirrorNameConfig(value[: -len(REMOVED_SUFFIX)], MirrorNameIntent.REMOVE)
+    return MirrorNameConfig(value, MirrorNameIntent.MIRROR)
+
+
+_EVENT_FOR_INTENT: dict[tuple[MirrorNameIntent, MirrorPartitionState], MirrorEvent] = {
+    (MirrorNameIntent.MIRROR, MirrorPartitionState.UNKNOWN): MirrorEvent.TOPIC_ADDED,
+    (MirrorNameIntent.MIRROR, MirrorPartitionState.STOPPED): MirrorEvent.TOPIC_ADDED,
+    (MirrorNameIntent.MIRROR, MirrorPartitionState.PAUSED): MirrorEvent.RESUME_REQUESTED,
+    (MirrorNameIntent.PAUSE, MirrorPartitionState.MIRRORING): MirrorEvent.PAUSE_REQUESTED,
+    (MirrorNameIntent.REMOVE, MirrorPartitionState.MIRRORING): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.REMOVE, MirrorPartitionState.PAUSED): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.REMOVE, MirrorPartitionState.FAILED): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.NONE, MirrorPartitionState.MIRRORING): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.NONE, MirrorPartitionState.PAUSED): MirrorEvent.STOP_REQUESTED,
+}
+
+
+def event_for_config(state: MirrorPartitionState, mirror_name: str | None) -> MirrorEvent | None:
+    """The event a leader applies for the current ``mirror.name`` value, or None to wait.
+
+    None means either "already where the config wants it" or "an in-flight state must
+    finish first" (PREPARING, PAUSING, STOPPING); the leader asks again after every
+    transition. An unset config on an active partition stops it, so a topic can never
+    stay read-only without a mirror.
+    """
+    intent = parse_mirror_name(mirror_name).intent
+    return _EVENT_FOR_INTENT.get((intent, state))
