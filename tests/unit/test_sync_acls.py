@@ -1,0 +1,247 @@
+"""mirror.acl.include rules (every example of the spec) and the ACL diff."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from mirrorsim.broker.auth.acl import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from mirrorsim.coordinator.sync import (
+    AclRuleError,
+    CreateAcls,
+    DeleteAcls,
+    SyncFilterError,
+    diff_acls,
+    parse_acl_include,
+    parse_acl_rule,
+)
+
+R = ResourceType
+OP = AclOperation
+ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
+
+
+def acl(
+    resource_type: ResourceType = R.TOPIC,
+    name: str = "orders",
+    principal: str = "User:alice",
+    operation: AclOperation = OP.READ,
+    permission: AclPermissionType = ALLOW,
+    pattern: PatternType = PatternType.LITERAL,
+    host: str = "*",
+) -> AclBinding:
+    return AclBinding(resource_type, name, pattern, principal, host, operation, permission)
+
+
+ORDERS_READ_ALICE = acl()
+ORDERS_EU_WRITE_BOB = acl(name="orders.eu", principal="User:bob", operation=OP.WRITE)
+PAYMENTS_READ_BOB = acl(name="payments", principal="User:bob")
+PAYMENTS_WRITE_ALICE = acl(name="payments", operation=OP.WRITE)
+PAYMENTS_READ_DENY_CAROL = acl(name="payments", principal="User:carol", permission=DENY)
+GROUP_CONSUMER_READ_BOB = acl(R.GROUP, "consumer-1", "User:bob")
+GROUP_CONSUMER_READ_ALICE = acl(R.GROUP, "consumer-1", "User:alice")
+GROUP_OTHER_READ_BOB = acl(R.GROUP, "batch", "User:bob")
+CLUSTER_ALTER_APP = acl(R.CLUSTER, "kafka-cluster", "User:app-1", OP.ALTER)
+CLUSTER_DESCRIBE_MYAPP = acl(R.CLUSTER, "kafka-cluster", "User:my-app-1", OP.DESCRIBE)
+PREFIXED_ORDERS_DESCRIBE_APP = acl(
+    name="orders", principal="User:app-orders", operation=OP.DESCRIBE, pattern=PatternType.PREFIXED
+)
+ALL = [
+    ORDERS_READ_ALICE,
+    ORDERS_EU_WRITE_BOB,
+    PAYMENTS_READ_BOB,
+    PAYMENTS_WRITE_ALICE,
+    PAYMENTS_READ_DENY_CAROL,
+    GROUP_CONSUMER_READ_BOB,
+    GROUP_CONSUMER_READ_ALICE,
+    GROUP_OTHER_READ_BOB,
+    CLUSTER_ALTER_APP,
+    CLUSTER_DESCRIBE_MYAPP,
+    PREFIXED_ORDERS_DESCRIBE_APP,
+]
+
+
+def covered(value: str) -> set[AclBinding]:
+    rules = parse_acl_include(value)
+    return {binding for binding in ALL if rules.covers(binding)}
+
+
+def test_star_covers_all_acls() -> None:
+    assert covered("*") == set(ALL)
+
+
+def test_topic_name_regex() -> None:
+    assert covered("TOPIC;orders.*") == {
+        ORDERS_READ_ALICE,
+        ORDERS_EU_WRITE_BOB,
+        PREFIXED_ORDERS_DESCRIBE_APP,
+    }
+
+
+def test_principal_only() -> None:
+    assert covered("*;*;*;*;User:alice") == {
+        ORDERS_READ_ALICE,
+        PAYMENTS_WRITE_ALICE,
+        GROUP_CONSUMER_READ_ALICE,
+    }
+
+
+def test_principal_regex_matches_the_whole_principal() -> None:
+    assert covered("*;*;*;*;User:app-.*") == {CLUSTER_ALTER_APP, PREFIXED_ORDERS_DESCRIBE_APP}
+
+
+def test_topic_read_allow() -> None:
+    assert covered("TOPIC;*;READ;ALLOW") == {ORDERS_READ_ALICE, PAYMENTS_READ_BOB}
+
+
+def test_group_rule_with_every_field() -> None:
+    assert covered("GROUP;consumer-.*;READ;ALLOW;User:bob") == {GROUP_CONSUMER_READ_BOB}
+
+
+def test_comma_separates_two_rules() -> None:
+    rules = parse_acl_include("TOPIC;orders.*,*;*;*;*;User:alice")
+    assert [rule.text for rule in rules.rules] == ["TOPIC;orders.*", "*;*;*;*;User:alice"]
+    assert covered("TOPIC;orders.*,*;*;*;*;User:alice") == {
+        ORDERS_READ_ALICE,
+        ORDERS_EU_WRITE_BOB,
+        PREFIXED_ORDERS_DESCRIBE_APP,
+        PAYMENTS_WRITE_ALICE,
+        GROUP_CONSUMER_READ_ALICE,
+    }
+
+
+def test_trailing_wildcards_may_be_omitted() -> None:
+    assert covered("TOPIC") == covered("TOPIC;*;*;*;*")
+    assert covered("TOPIC;*;READ") == covered("TOPIC;*;READ;*;*")
+
+
+def test_names_are_case_insensitive_and_accept_kafka_acls_spelling() -> None:
+    rule = parse_acl_rule("transactionalId;*;DescribeConfigs;allow")
+    assert rule.resource_type is R.TRANSACTIONAL_ID
+    assert rule.operation is OP.DESCRIBE_CONFIGS
+    assert rule.permission_type is ALLOW
+    assert parse_acl_rule("cluster_mirror").resource_type is R.CLUSTER_MIRROR
+
+
+def test_empty_include_covers_nothing() -> None:
+    assert covered("") == set()
+
+
+def test_cluster_mirror_acls_need_a_rule_that_names_them() -> None:
+    mirror_admin = acl(R.CLUSTER_MIRROR, "my-mirror", "User:mirror-admin", OP.ALTER)
+    assert not parse_acl_include("*").covers(mirror_admin)
+    assert not parse_acl_include("*;my-mirror").covers(mirror_admin)
+    assert parse_acl_include("CLUSTER_MIRROR").covers(mirror_admin)
+    assert parse_acl_include("CLUSTER_MIRROR;my-.*;ALTER;ALLOW;User:mirror-admin").covers(
+        mirror_admin
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ("TOPICS;x", "unknown resource type 'TOPICS'"),
+        ("ANY", "unknown resource type 'ANY'"),
+        ("TOPIC;x;READS", "unknown operation 'READS'"),
+        ("TOPIC;x;READ;MAYBE", "unknown permission type 'MAYBE'"),
+        ("TOPIC;x;READ;ANY", "unknown permission type 'ANY'"),
+        ("TOPIC;x;READ;ALLOW;User:a;extra", "has 6 fields, at most 5"),
+        ("TOPIC;;READ", "field resourceName is empty"),
+        ("TOPIC;x;", "field operation is empty"),
+        ("TOPIC;orders(", "resourceName 'orders(' is not a valid regex"),
+        ("*;*;*;*;User:[a", "principal 'User:[a' is not a valid regex"),
+    ],
+)
+def test_bad_rules_are_refused_with_a_clear_error(value: str, problem: str) -> None:
+    with pytest.raises(AclRuleError) as error:
+        parse_acl_include(f"*,{value}")
+    assert isinstance(error.value, SyncFilterError)
+    assert str(error.value).startswith(f"mirror.acl.include: rule {value!r}")
+    assert problem in str(error.value)
+
+
+def test_unknown_name_error_lists_the_choices() -> None:
+    with pytest.raises(AclRuleError, match="expected \\* or one of TOPIC, GROUP, CLUSTER"):
+        parse_acl_rule("TOPICS")
+
+
+def test_missing_acls_are_created_and_extra_ones_deleted() -> None:
+    stale = acl(name="orders", principal="User:mallory")
+    operations = diff_acls(
+        [ORDERS_READ_ALICE, PAYMENTS_READ_BOB], [PAYMENTS_READ_BOB, stale], parse_acl_include("*")
+    )
+    assert operations == (CreateAcls((ORDERS_READ_ALICE,)), DeleteAcls((stale,)))
+
+
+def test_equal_acls_produce_nothing() -> None:
+    assert diff_acls(ALL, list(reversed(ALL)), parse_acl_include("*")) == ()
+
+
+def test_destination_acls_outside_the_rules_are_left_alone() -> None:
+    local = acl(R.CLUSTER_MIRROR, "my-mirror", "User:mirror-admin", OP.ALTER)
+    operations = diff_acls(
+        [ORDERS_READ_ALICE], [PAYMENTS_READ_BOB, local], parse_acl_include("TOPIC;orders.*")
+    )
+    assert operations == (CreateAcls((ORDERS_READ_ALICE,)),)
+
+
+def test_source_acls_outside_the_rules_are_not_copied() -> None:
+    assert diff_acls([PAYMENTS_READ_BOB], [], parse_acl_include("TOPIC;orders.*")) == ()
+
+
+def test_host_and_pattern_type_are_part_of_the_identity() -> None:
+    from_host = acl(host="10.0.0.1")
+    prefixed = acl(pattern=PatternType.PREFIXED)
+    operations = diff_acls([from_host, prefixed], [ORDERS_READ_ALICE], parse_acl_include("*"))
+    assert operations == (CreateAcls((from_host, prefixed)), DeleteAcls((ORDERS_READ_ALICE,)))
+
+
+# Convergence: applying the creates and deletes leaves nothing to do.
+
+BINDINGS = st.builds(
+    acl,
+    st.sampled_from([R.TOPIC, R.GROUP, R.CLUSTER_MIRROR]),
+    st.sampled_from(["orders", "orders.eu", "payments", "consumer-1"]),
+    st.sampled_from(["User:alice", "User:bob", "User:app-1"]),
+    st.sampled_from([OP.READ, OP.WRITE, OP.DESCRIBE]),
+    st.sampled_from([ALLOW, DENY]),
+)
+RULES = st.sampled_from(
+    [
+        "*",
+        "TOPIC;orders.*",
+        "*;*;*;*;User:alice",
+        "*;*;*;*;User:app-.*",
+        "TOPIC;*;READ;ALLOW",
+        "GROUP;consumer-.*;READ;ALLOW;User:bob",
+        "TOPIC;orders.*,*;*;*;*;User:alice",
+        "CLUSTER_MIRROR,TOPIC;payments",
+    ]
+)
+
+
+@given(st.sets(BINDINGS), st.sets(BINDINGS), RULES)
+def test_applying_an_acl_diff_converges(
+    source: set[AclBinding], destination: set[AclBinding], value: str
+) -> None:
+    rules = parse_acl_include(value)
+    after = set(destination)
+    for operation in diff_acls(source, destination, rules):
+        match operation:
+            case CreateAcls(bindings):
+                assert after.isdisjoint(bindings)
+                after |= set(bindings)
+            case DeleteAcls(bindings):
+                assert set(bindings) <= after
+                after -= set(bindings)
+    assert diff_acls(source, after, rules) == ()
+    assert {b for b in after if rules.covers(b)} == {b for b in source if rules.covers(b)}
+    assert {b for b in after if not rules.covers(b)} == {
+        b for b in destination if not rules.covers(b)
+    }
