@@ -1,0 +1,187 @@
+"""`mirrorsim verify` end to end: output, JSON report, exit code, and a standalone cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+from click.testing import CliRunner
+from mirrorsim.cli.cmd_verify import verify
+from mirrorsim.verify.session import prepare_environment
+from pyspark.sql import SparkSession
+from spark_logs import make_batches, write_partition
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def logs(tmp_path: Path) -> tuple[Path, Path]:
+    source, destination = tmp_path / "source", tmp_path / "destination"
+    batches = make_batches(8, leader_epoch=3)
+    write_partition(source, "orders", 0, batches)
+    write_partition(destination, "orders", 0, batches)
+    write_partition(source, "orders", 1, batches)
+    rewritten = batches[2].with_partition_leader_epoch(4)
+    write_partition(destination, "orders", 1, [*batches[:2], rewritten])
+    write_partition(source, "clicks", 0, batches)
+    write_partition(destination, "clicks", 0, batches[:6])
+    return source, destination
+
+
+def run_cli(spark: SparkSession, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(verify, ["--master", "local[2]", *args])
+    assert not isinstance(result.exception, Exception) or isinstance(
+        result.exception, SystemExit
+    ), result.exception
+    return result.exit_code, result.stdout
+
+
+def test_divergence_fails_with_partition_offset_expected_found(
+    spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, destination = logs
+    report_path = tmp_path / "report.json"
+
+    code, out = run_cli(
+        spark, "--source-dir", str(source), "--destination-dir", str(destination),
+        "--report", str(report_path),
+    )
+
+    assert code == 1
+    assert "NOT converged: 1 unexpected, 0 expected divergence(s)" in out
+    assert "leader_epoch_mismatch" in out
+    report = json.loads(report_path.read_text())
+    assert report["converged"] is False
+    [divergence] = report["divergences"]
+    assert (divergence["topic"], divergence["partition"], divergence["offset"]) == ("orders", 1, 10)
+    assert (divergence["expected"], divergence["found"]) == ("leader epoch 3", "leader epoch 4")
+    statuses = {(row["topic"], row["partition"]): row["status"] for row in report["partitions"]}
+    assert statuses == {
+        ("clicks", 0): "lagging",
+        ("orders", 0): "converged",
+        ("orders", 1): "diverged",
+    }
+
+
+def test_topic_filter_and_stop_offsets_make_it_pass(
+    spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, destination = logs
+    stops = tmp_path / "stops.json"
+    stops.write_text(json.dumps({"orders-1": 10}))
+
+    code, out = run_cli(
+        spark, "--source-dir", str(source), "--destination-dir", str(destination),
+        "--topic", "ord.*", "--stop-offsets", str(stops),
+    )
+
+    assert code == 0, out
+    assert "converged: 0 unexpected, 1 expected divergence(s)" in out
+    assert "clicks" not in out
+
+
+def test_bad_stop_offsets_file_is_a_user_error(
+    spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, destination = logs
+    stops = tmp_path / "stops.json"
+    stops.write_text(json.dumps({"no partition here": 10}))
+
+    result = CliRunner().invoke(
+        verify,
+        ["--source-dir", str(source), "--destination-dir", str(destination),
+         "--stop-offsets", str(stops)],
+    )
+
+    assert result.exit_code == 1
+    assert result.stderr == "Error: not a topic partition: 'no partition here'\n"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+def alive_workers(ui_port: int) -> int:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json", timeout=2) as response:
+            return json.load(response)["aliveworkers"]
+    except OSError:
+        return 0
+
+
+@pytest.fixture
+def standalone_master(tmp_path: Path) -> Iterator[str]:
+    """A Spark master and one worker on 127.0.0.1, both stopped at teardown."""
+    prepare_environment()
+    spark_class = str(Path(pyspark.__file__).parent / "bin" / "spark-class")
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path)}
+    master_port, master_ui, worker_port, worker_ui = (free_port() for _ in range(4))
+    url = f"spark://127.0.0.1:{master_port}"
+    commands = [
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+         "--port", str(master_port), "--webui-port", str(master_ui)],
+        [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+         "--port", str(worker_port), "--webui-port", str(worker_ui), "--cores", "2",
+         "--memory", "2g", "--work-dir", str(tmp_path / "work")],
+    ]
+    processes = []
+    try:
+        for name, command in zip(("master", "worker"), commands, strict=True):
+            log = (tmp_path / f"{name}.log").open("wb")
+            processes.append(
+                subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+            )
+        wait_until(lambda: alive_workers(master_ui) == 1, 90, "a worker to register")
+        yield url
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+@pytest.mark.slow
+def test_standalone_cluster_gives_the_local_report(
+    spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path, standalone_master: str
+) -> None:
+    source, destination = logs
+    local_report, cluster_report = tmp_path / "local.json", tmp_path / "cluster.json"
+    run_cli(
+        spark, "--source-dir", str(source), "--destination-dir", str(destination),
+        "--report", str(local_report),
+    )
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "mirrorsim.cli.cmd_verify", "--master", standalone_master,
+         "--source-dir", str(source), "--destination-dir", str(destination),
+         "--report", str(cluster_report)],
+        capture_output=True,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        timeout=240,
+        check=False,
+    )
+
+    assert completed.returncode == 1, completed.stderr.decode()[-3000:]
+    assert json.loads(cluster_report.read_text()) == json.loads(local_report.read_text())

@@ -1,0 +1,48 @@
+"""A SparkSession ready for the verification job, wherever it is started from.
+
+Spark's Python workers must run the interpreter that has mirrorsim installed, and the
+JVM must be found even when the operator's shell sets neither variable, so both are
+derived here instead of being left to the environment.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from mirrorsim.verify.segment_source import SegmentDataSource
+from pyspark.sql import SparkSession
+
+LOCAL_MASTER = "local[*]"
+
+
+def prepare_environment() -> None:
+    """Point Spark at this interpreter and at a JVM, keeping what the operator already set."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if "JAVA_HOME" not in os.environ:
+        java = shutil.which("java")
+        if java is not None:
+            os.environ["JAVA_HOME"] = str(Path(java).resolve().parent.parent)
+
+
+def verification_session(
+    master: str = LOCAL_MASTER, *, app_name: str = "mirrorsim-verify"
+) -> SparkSession:
+    """Get or create the session and register the mirrorsim data sources on it."""
+    prepare_environment()
+    spark = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.shuffle.partitions", "8")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    spark.dataSource.register(SegmentDataSource)
+    return spark
