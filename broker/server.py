@@ -24,6 +24,7 @@ from mirrorsim.broker.config import (
     normalize_static_configs,
     resolve_broker_config,
 )
+from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.metadata.controller import MetadataController
@@ -31,10 +32,16 @@ from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
 from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
+from mirrorsim.broker.metrics import BrokerMetrics
+from mirrorsim.broker.metrics.broker_metrics import metrics_port
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.dispatcher import Dispatcher
 from mirrorsim.broker.network.server import KafkaServer
 from mirrorsim.broker.replica import ReplicaManager
+from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
+from mirrorsim.broker.txn.service import TransactionService
+from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
+from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +75,8 @@ class Broker:
         self._refresh_lock = asyncio.Lock()
         self._jobs: list[asyncio.Task[None]] = []
         self._resources = contextlib.AsyncExitStack()
+        self._configured_port = port
+        self.metrics = BrokerMetrics()
         self.server = KafkaServer(
             host,
             port,
@@ -82,6 +91,10 @@ class Broker:
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager
         self.groups: GroupCoordinator
+        self.transactions: TransactionService
+        self.cluster_controller: ClusterController
+        self.mirrors: MirrorCoordinator
+        self.mirror_metadata: MirrorMetadataManager
 
     @property
     def port(self) -> int:
@@ -106,7 +119,10 @@ class Broker:
         )
 
     def controller_id(self) -> int:
-        """Any broker can change metadata; the lowest live id is reported as controller."""
+        """The holder of the controller lease (before the first tick: the lowest live id)."""
+        active = self.cluster_controller.active_controller_id()
+        if active >= 0:
+            return active
         live = self.live_brokers()
         return live[0].broker_id if live else self.broker_id
 
@@ -124,6 +140,12 @@ class Broker:
             self._periodic(
                 "metadata refresh", "metadata.refresh.interval.ms", self.refresh_metadata
             ),
+            self._periodic(
+                "controller", "metadata.refresh.interval.ms", self.cluster_controller.tick
+            ),
+            self._periodic(
+                "isr expiration", "replica.lag.time.max.ms", self._expire_isr, fraction=0.5
+            ),
         ]
         log.info(
             "broker %d of cluster %s ready on %s", self.broker_id, self.cluster_id, self.bootstrap
@@ -131,6 +153,9 @@ class Broker:
 
     async def _start_components(self) -> None:
         resources = self._resources
+        # a restarted broker's fresh replica manager holds no partitions yet, so the
+        # first refresh must diff against an empty view to re-apply every partition
+        self.snapshot = ClusterSnapshot()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await asyncio.to_thread(MetadataStore.open, self.metadata_url)
         resources.push_async_callback(asyncio.to_thread, self.store.close)
@@ -152,6 +177,21 @@ class Broker:
         )
         await self.replica_manager.start()
         resources.push_async_callback(self.replica_manager.stop)
+        self.cluster_controller = ClusterController(
+            broker_id=self.broker_id,
+            store=self.store,
+            config=self.config,
+            on_change=self.refresh_metadata,
+        )
+        self.replica_manager.enable_replication(
+            ReplicaFetcherManager(
+                broker_id=self.broker_id,
+                replica_manager=self.replica_manager,
+                endpoint=self._endpoint,
+                config=FetcherConfig.from_broker_config(self.config),
+            ),
+            self.cluster_controller.alter_isr,
+        )
         self.groups = GroupCoordinator(
             offset_store=SqlOffsetStore(self.store),
             clock=SystemClock(),
@@ -161,8 +201,17 @@ class Broker:
         )
         await self.groups.start()
         resources.push_async_callback(self.groups.stop)
+        self.transactions = TransactionService(self)
+        # cluster mirroring: partition states, fetchers, failover
+        self.mirrors = MirrorCoordinator(self)
+        resources.push_async_callback(self.mirrors.stop)
         await self.server.start()
         resources.push_async_callback(self._drain_listener)
+        await self.metrics.start_endpoint(
+            self.host, metrics_port(self.config("metrics.port"), self._configured_port)
+        )
+        resources.push_async_callback(self.metrics.stop_endpoint)
+        resources.push_async_callback(self._controlled_shutdown)
         await asyncio.to_thread(
             self.store.register_broker, self.broker_id, self.host, self.port, self.rack
         )
@@ -170,9 +219,42 @@ class Broker:
             asyncio.to_thread, self.store.unregister_broker, self.broker_id
         )
         await self.refresh_metadata()
+        await self.transactions.start()
+        resources.push_async_callback(self.transactions.stop)
+        # cluster mirroring: periodic topic, config, group offset and ACL sync
+        self.mirror_metadata = MirrorMetadataManager(
+            self, record_error=self.metrics.mirror.record_sync_error
+        )
+        self.mirror_metadata.start()
+        resources.push_async_callback(self.mirror_metadata.stop)
 
     async def _drain_listener(self) -> None:
         await self.server.stop(int(self.config("shutdown.drain.timeout.ms")) / 1000)
+
+    # replication
+
+    def _endpoint(self, broker_id: int) -> tuple[str, int] | None:
+        registration = self.snapshot.brokers.get(broker_id)
+        return None if registration is None else (registration.host, registration.port)
+
+    async def _expire_isr(self) -> None:
+        self.replica_manager.maybe_shrink_isr(int(self.config("replica.lag.time.max.ms")))
+
+    async def _controlled_shutdown(self) -> None:
+        """Runs once unregistered: hand the lease over, then wait (at most a session
+        timeout, after which the controller would have acted anyway) for the active
+        controller to move this broker's leaderships to other in-sync replicas."""
+        await self.cluster_controller.resign()
+        if not self.config("controlled.shutdown.enable"):
+            return
+
+        async def refreshed() -> ClusterSnapshot:
+            await self.refresh_metadata()
+            return self.snapshot
+
+        await self.cluster_controller.await_leadership_moved(
+            refreshed, int(self.config("broker.session.timeout.ms")) / 1000
+        )
 
     async def stop(self) -> None:
         """Stop the jobs, drain the listener, then stop the components in reverse order."""
@@ -201,16 +283,22 @@ class Broker:
                 await self.replica_manager.remove_partition(topic, partition, delete=True)
             for state in changed:
                 await self.replica_manager.apply_partition_state(state)
+            await self.mirrors.on_metadata_change()
 
     async def _heartbeat(self) -> None:
         await asyncio.to_thread(self.store.heartbeat, self.broker_id)
 
     def _periodic(
-        self, name: str, interval_config: str, work: Callable[[], Awaitable[None]]
+        self,
+        name: str,
+        interval_config: str,
+        work: Callable[[], Awaitable[None]],
+        *,
+        fraction: float = 1.0,
     ) -> asyncio.Task[None]:
         async def loop() -> None:
             while True:
-                await asyncio.sleep(int(self.config(interval_config)) / 1000)
+                await asyncio.sleep(int(self.config(interval_config)) * fraction / 1000)
                 started = time.monotonic()
                 try:
                     await work()
