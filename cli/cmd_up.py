@@ -14,6 +14,7 @@ from mirrorsim.broker.cluster import (
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.supervisor import BrokerStartError, ProcessCluster
 from mirrorsim.cli.errors import abort
 
 
@@ -32,13 +33,31 @@ async def run_clusters(specs: list[ClusterSpec], stop: asyncio.Event) -> None:
             await runner.stop()
 
 
-async def _main(specs: list[ClusterSpec]) -> None:
+async def run_process_clusters(specs: list[ClusterSpec], stop: asyncio.Event) -> None:
+    """As ``run_clusters``, with every broker its own supervised OS process."""
+    clusters: list[ProcessCluster] = []
+    try:
+        for spec in specs:
+            cluster = ProcessCluster(spec, restart_on_crash=True)
+            await cluster.start()
+            clusters.append(cluster)
+            click.echo(f"cluster {cluster.name} ready bootstrap={cluster.bootstrap}")
+        await stop.wait()
+    finally:
+        for cluster in reversed(clusters):
+            await cluster.stop()
+
+
+async def _main(specs: list[ClusterSpec], processes: bool) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     try:
-        await run_clusters(specs, stop)
+        if processes:
+            await run_process_clusters(specs, stop)
+        else:
+            await run_clusters(specs, stop)
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
@@ -54,16 +73,14 @@ async def _main(specs: list[ClusterSpec]) -> None:
 @click.option("--processes", is_flag=True, help="Run each broker as its own OS process.")
 def up(config_file: Path | None, processes: bool) -> None:
     """Start the clusters of the config and run until interrupted."""
-    if processes:
-        abort("--processes is not available yet; brokers run in this process")
     text = config_file.read_text() if config_file else DEFAULT_CLUSTERS_TOML
     try:
         specs = parse_cluster_specs(text)
     except ConfigError as exc:
         abort(f"{config_file or 'default config'}: {exc}")
     try:
-        asyncio.run(_main(specs))
-    except OSError as exc:
+        asyncio.run(_main(specs, processes))
+    except (OSError, BrokerStartError) as exc:
         abort(f"cannot start: {exc}")
     except ConfigError as exc:
         abort(str(exc))

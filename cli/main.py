@@ -7,7 +7,15 @@ import importlib
 import click
 
 # command name -> "module:attribute"; modules are imported only when the command runs.
-COMMANDS: dict[str, str] = {}
+COMMANDS: dict[str, str] = {
+    "acls": "mirrorsim.cli.cmd_acls:acls",
+    "configs": "mirrorsim.cli.cmd_configs:configs",
+    "demo": "mirrorsim.cli.cmd_demo:demo",
+    "drill": "mirrorsim.cli.cmd_drill:drill",
+    "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
+    "up": "mirrorsim.cli.cmd_up:up",
+    "verify": "mirrorsim.cli.cmd_verify:verify",
+}
 
 
 class LazyGroup(click.Group):

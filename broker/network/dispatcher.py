@@ -10,6 +10,7 @@ requests the broker cannot serve.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from mirrorsim.broker.handlers.api_versions import unsupported_version_response
@@ -56,11 +57,23 @@ class Dispatcher:
         ctx = RequestContext(
             header=request.header, broker=self._broker, client_host=conn.client_host
         )
+        started = time.perf_counter()
         try:
             response = await registration.handler(ctx, request.body)
         except Exception as exc:
             log.exception("handler for api key %d v%d failed", api_key, version)
             raise CloseConnection(f"internal error handling api key {api_key}: {exc}") from exc
-        if response is None:
-            return None
-        return encode_response(response, api_version=version, correlation_id=correlation_id)
+        encoded = (
+            None
+            if response is None
+            else encode_response(response, api_version=version, correlation_id=correlation_id)
+        )
+        self._broker.metrics.requests.observe(
+            api_key,
+            version,
+            request_size=len(frame),
+            response_size=len(encoded or b""),
+            seconds=time.perf_counter() - started,
+            response=response,
+        )
+        return encoded

@@ -1,0 +1,20 @@
+"""Prometheus metrics of one broker: its own registry, request metrics, mirror metrics and
+the HTTP endpoint that serves them (see docs/operations.md for every name)."""
+
+from mirrorsim.broker.metrics.broker_metrics import BrokerMetrics
+from mirrorsim.broker.metrics.mirror import (
+    MirrorFetcherView,
+    MirrorMetrics,
+    PartitionLag,
+    SyncError,
+)
+from mirrorsim.broker.metrics.requests import RequestMetrics
+
+__all__ = [
+    "BrokerMetrics",
+    "MirrorFetcherView",
+    "MirrorMetrics",
+    "PartitionLag",
+    "RequestMetrics",
+    "SyncError",
+]

@@ -1,0 +1,157 @@
+"""The KIP-1279 metric table, Prometheus-style.
+
+Two kinds of source: events the fetchers and the metadata manager push as they happen
+(bytes fetched, sync errors: counters), and state read from the live components at scrape
+time through callbacks (lags, failed partitions, partition-state counts: gauges), so the
+gauges can never drift from the state they describe. Components register their callback
+once at start (``observe_fetchers``, ``observe_partition_states``); without one the gauges
+read 0.
+
+JMX → Prometheus names are listed in docs/operations.md.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+MIRROR_REPLICA_CLIENT_ID = "MirrorReplica"
+PARTITION_STATE_GAUGES = {
+    "MIRRORING": "mirroring",
+    "PREPARING": "preparing",
+    "STOPPING": "stopping",
+    "STOPPED": "stopped",
+    "FAILED": "failed",
+}
+
+
+def fetcher_client_id(source_broker_id: int, fetcher_id: int, mirror: str) -> str:
+    """Kafka's client id of a mirror fetcher thread (the ConsumerLag/FetcherStats tag)."""
+    return f"MirrorFetcherThread-{source_broker_id}-{fetcher_id}-{mirror}"
+
+
+class SyncError(enum.Enum):
+    METADATA_REFRESH = "metadata_refresh_error"
+    TOPIC_CONFIG = "topic_config_metadata_sync_error"
+    CONSUMER_GROUP_OFFSET = "consumer_group_offset_sync_error"
+    ACL = "acl_sync_error"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLag:
+    client_id: str
+    topic: str
+    partition: int
+    lag: int
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorFetcherView:
+    """What the mirror fetcher manager reports at scrape time."""
+
+    partition_lags: Sequence[PartitionLag] = ()
+    dead_thread_count: int = 0
+    failed_partitions_count: int = 0
+    min_fetch_rate: float = 0.0
+
+
+class MirrorMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._fetchers: Callable[[], MirrorFetcherView] = MirrorFetcherView
+        self._partition_states: Callable[[], Mapping[str, int]] = dict
+        fetcher_labels = ["client_id", "broker_host", "broker_port", "mirror_name"]
+        self.fetcher_bytes = Counter(
+            "kafka_server_fetcher_stats_bytes",
+            "Bytes fetched by a mirror fetcher (BytesPerSec).",
+            fetcher_labels,
+            registry=registry,
+        )
+        self.fetcher_requests = Counter(
+            "kafka_server_fetcher_stats_requests",
+            "Fetch requests sent by a mirror fetcher (RequestsPerSec).",
+            fetcher_labels,
+            registry=registry,
+        )
+        self.replication_bytes = Counter(
+            "kafka_server_mirror_replication_bytes",
+            "Bytes of mirror replication appended (MirrorReplication ByteRate).",
+            registry=registry,
+        )
+        self.sync_errors = {
+            kind: Counter(
+                f"kafka_server_mirror_{kind.value}",
+                f"MirrorMetadataManager {kind.name} errors.",
+                registry=registry,
+            )
+            for kind in SyncError
+        }
+        registry.register(_LiveStateCollector(self))
+
+    def observe_fetchers(self, view: Callable[[], MirrorFetcherView]) -> None:
+        self._fetchers = view
+
+    def observe_partition_states(self, counts: Callable[[], Mapping[str, int]]) -> None:
+        """``counts()`` maps a state name (MIRRORING, FAILED...) to its partition count."""
+        self._partition_states = counts
+
+    def record_fetch(
+        self, *, client_id: str, broker_host: str, broker_port: int, mirror: str, size: int
+    ) -> None:
+        """One fetch response of ``size`` record bytes received from a source broker."""
+        labels = (client_id, broker_host, str(broker_port), mirror)
+        self.fetcher_requests.labels(*labels).inc()
+        self.fetcher_bytes.labels(*labels).inc(size)
+        self.replication_bytes.inc(size)
+
+    def record_sync_error(self, kind: SyncError) -> None:
+        self.sync_errors[kind].inc()
+
+    def fetcher_view(self) -> MirrorFetcherView:
+        return self._fetchers()
+
+    def partition_state_counts(self) -> Mapping[str, int]:
+        return self._partition_states()
+
+
+class _LiveStateCollector(Collector):
+    def __init__(self, metrics: MirrorMetrics) -> None:
+        self._metrics = metrics
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        view = self._metrics.fetcher_view()
+        manager = ["client_id"]
+        client = [MIRROR_REPLICA_CLIENT_ID]
+        max_lag = max((p.lag for p in view.partition_lags), default=0)
+        for name, doc, value in (
+            ("max_lag", "Max lag in messages behind the source leaders.", max_lag),
+            ("min_fetch_rate", "Min fetch rate of the mirror fetchers.", view.min_fetch_rate),
+            ("dead_thread_count", "Mirror fetchers that died.", view.dead_thread_count),
+            (
+                "failed_partitions_count",
+                "Partitions failed (auth, authorization, network...).",
+                view.failed_partitions_count,
+            ),
+        ):
+            family = GaugeMetricFamily(f"kafka_server_mirror_{name}", doc, labels=manager)
+            family.add_metric(client, value)
+            yield family
+        lag = GaugeMetricFamily(
+            "kafka_server_fetcher_lag_consumer_lag",
+            "Lag in messages per source leader replica.",
+            labels=["client_id", "topic", "partition"],
+        )
+        for p in view.partition_lags:
+            lag.add_metric([p.client_id, p.topic, str(p.partition)], p.lag)
+        yield lag
+        counts = self._metrics.partition_state_counts()
+        for state, name in PARTITION_STATE_GAUGES.items():
+            yield GaugeMetricFamily(
+                f"kafka_server_mirror_{name}_partition_state",
+                f"Partitions in {state} state.",
+                value=counts.get(state, 0),
+            )
