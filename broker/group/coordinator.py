@@ -532,6 +532,29 @@ class GroupCoordinator:
             self._offsets.setdefault(group_id, {}).update(accepted)
         return results
 
+    def validate_transactional_commit(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> ErrorCode:
+        """TxnOffsetCommit: member checks as OffsetCommit (KIP-447), but a commit without
+        any member identity is accepted in every state, as Kafka does for old producers."""
+        if group_id and generation_id < 0 and not member_id and group_instance_id is None:
+            return ErrorCode.NONE
+        return self._validate_commit(group_id, generation_id, member_id, group_instance_id)
+
+    async def commit_transactional_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
+    ) -> None:
+        """Materialize the offsets of a committed transaction (sent with TxnOffsetCommit,
+        checked then, and released by the transaction's COMMIT marker)."""
+        now_ms = self._clock.now_ms()
+        stamped = {
+            tp: dataclasses.replace(offset, commit_timestamp=now_ms)
+            for tp, offset in offsets.items()
+        }
+        await self._store.commit(group_id, stamped)
+        self._offsets.setdefault(group_id, {}).update(stamped)
+        self._groups.setdefault(group_id, GroupMetadata(group_id))
+
     def _validate_commit(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> ErrorCode:

@@ -190,22 +190,31 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
 async def handle_offset_fetch(ctx: RequestContext, body: Any) -> Any:
     coordinator = _coordinator(ctx)
     if _version(body) < 8:
-        fields = _fetched_group(coordinator, body.group_id, body.topics)
+        unstable = await _unstable(ctx, body, body.group_id)
+        fields = _fetched_group(coordinator, body.group_id, body.topics, unstable)
         return respond(body, {"throttle_time": NO_THROTTLE, **fields})
-    return respond(
-        body,
-        {
-            "throttle_time": NO_THROTTLE,
-            "groups": [
-                {"group_id": g.group_id, **_fetched_group(coordinator, g.group_id, g.topics)}
-                for g in body.groups
-            ],
-        },
-    )
+    groups = []
+    for g in body.groups:
+        unstable = await _unstable(ctx, body, g.group_id)
+        groups.append(
+            {"group_id": g.group_id, **_fetched_group(coordinator, g.group_id, g.topics, unstable)}
+        )
+    return respond(body, {"throttle_time": NO_THROTTLE, "groups": groups})
+
+
+async def _unstable(ctx: RequestContext, body: Any, group_id: str) -> set[TopicPartition]:
+    """require_stable (KIP-447): partitions with offsets pending in an open transaction
+    answer UNSTABLE_OFFSET_COMMIT until the transaction ends."""
+    if not getattr(body, "require_stable", False):
+        return set()
+    return await ctx.broker.transactions.pending_offsets.unstable_partitions(group_id)
 
 
 def _fetched_group(
-    coordinator: GroupCoordinator, group_id: str, topics: Iterable[Any] | None
+    coordinator: GroupCoordinator,
+    group_id: str,
+    topics: Iterable[Any] | None,
+    unstable: set[TopicPartition],
 ) -> dict[str, Any]:
     partitions = (
         None
@@ -224,7 +233,9 @@ def _fetched_group(
                         "committed_offset": NO_OFFSET if c is None else c.committed_offset,
                         "committed_leader_epoch": -1 if c is None else c.leader_epoch,
                         "metadata": "" if c is None else c.metadata,
-                        "error_code": ErrorCode.NONE,
+                        "error_code": ErrorCode.UNSTABLE_OFFSET_COMMIT
+                        if TopicPartition(topic, p) in unstable
+                        else ErrorCode.NONE,
                     }
                     for p, c in committed
                 ],

@@ -26,7 +26,16 @@ def _create_initial_tables(conn: Connection) -> None:
     schema.metadata.create_all(conn, checkfirst=True)
 
 
-MIGRATIONS: list[Migration] = [_create_initial_tables]
+def _add_transaction_tables(conn: Connection) -> None:
+    for table in (
+        schema.transactions,
+        schema.txn_pending_offsets,
+        schema.txn_coordinator_epoch,
+    ):
+        table.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[Migration] = [_create_initial_tables, _add_transaction_tables]
 
 
 def current_version(conn: Connection) -> int:

@@ -104,3 +104,37 @@ broker_configs = Table(
     Column("name", String(255), primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+transactions = Table(
+    "transactions",
+    metadata,
+    Column("transactional_id", String(255), primary_key=True),
+    Column("producer_id", BigInteger, nullable=False),
+    Column("producer_epoch", Integer, nullable=False),
+    Column("last_producer_id", BigInteger, nullable=False),
+    Column("last_producer_epoch", Integer, nullable=False),
+    Column("timeout_ms", Integer, nullable=False),
+    Column("state", String(32), nullable=False),
+    Column("partitions", Text, nullable=False),
+    Column("txn_start_ms", BigInteger, nullable=False),
+    Column("last_update_ms", BigInteger, nullable=False),
+)
+
+txn_pending_offsets = Table(
+    "txn_pending_offsets",
+    metadata,
+    Column("producer_id", BigInteger, primary_key=True),
+    Column("group_id", String(255), primary_key=True),
+    Column("topic", String(255), primary_key=True),
+    Column("partition", Integer, primary_key=True),
+    Column("committed_offset", BigInteger, nullable=False),
+    Column("leader_epoch", Integer, nullable=False),
+    Column("metadata", Text),
+)
+
+txn_coordinator_epoch = Table(
+    "txn_coordinator_epoch",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("epoch", Integer, nullable=False),
+)
