@@ -1,29 +1,56 @@
-"""`mirrorsim verify`: prove that a destination log is the source's, batch for batch."""
+"""`mirrorsim verify`: prove that a destination log is the source's, batch for batch.
+
+Two ways to read the logs: the segment files of a data dir of each side
+(``--source-dir``/``--destination-dir``), or the live clusters over the Kafka protocol
+(``--source``/``--destination`` bootstrap servers), where ``--groups`` also reads the
+groups' committed offsets from both clusters.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
+from mirrorsim.cli.admin_session import command_config, kafka_errors
 from mirrorsim.cli.errors import abort
 from mirrorsim.verify.inputs import load_committed_offsets, load_stop_offsets
-from mirrorsim.verify.job import LEVELS, read_segments, verify_logs
+from mirrorsim.verify.job import LEVELS, read_cluster, read_segments, verify_logs
+from mirrorsim.verify.live_offsets import CommittedOffsets, read_committed_offsets
 from mirrorsim.verify.progress import SparkProgress
 from mirrorsim.verify.render import failures_table, partitions_table
 from mirrorsim.verify.session import LOCAL_MASTER, verification_session
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
 from rich.console import Console
 
 # Wide enough that a piped or captured table keeps every column readable.
 PIPED_WIDTH = 200
 _existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
 _existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+# The last "module.Name(Error|Exception): message" line of a Python worker's traceback.
+_RAISED_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception): .+)$", re.MULTILINE)
 
 
 @click.command()
-@click.option("--source-dir", type=_existing_dir, required=True, help="Source data dir.")
+@click.option("--source-dir", type=_existing_dir, help="Source data dir.")
+@click.option("--destination-dir", type=_existing_dir, help="Destination data dir.")
+@click.option("--source", "source_bootstrap", help="Source cluster bootstrap servers (live).")
 @click.option(
-    "--destination-dir", type=_existing_dir, required=True, help="Destination data dir."
+    "--destination", "destination_bootstrap", help="Destination cluster bootstrap servers."
+)
+@click.option(
+    "--source-config", type=_existing_file, help="Client properties for the source cluster."
+)
+@click.option(
+    "--destination-config",
+    type=_existing_file,
+    help="Client properties for the destination cluster.",
+)
+@click.option(
+    "--groups", help="Live mode: check committed offsets of groups fully matching this regex."
 )
 @click.option("--topic", help="Only topics fully matching this regex.")
 @click.option(
@@ -43,8 +70,13 @@ _existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--master", default=LOCAL_MASTER, show_default=True, help="Spark master URL.")
 @click.option("--level", type=click.Choice(sorted(LEVELS)), default="batch", show_default=True)
 def verify(
-    source_dir: Path,
-    destination_dir: Path,
+    source_dir: Path | None,
+    destination_dir: Path | None,
+    source_bootstrap: str | None,
+    destination_bootstrap: str | None,
+    source_config: Path | None,
+    destination_config: Path | None,
+    groups: str | None,
     topic: str | None,
     stop_offsets: Path | None,
     source_offsets: Path | None,
@@ -53,12 +85,17 @@ def verify(
     master: str,
     level: str,
 ) -> None:
-    """Compare two data dirs; exit 0 only when nothing diverges unexpectedly."""
-    if topic is not None:
-        try:
-            re.compile(topic)
-        except re.error as error:
-            abort(f"--topic is not a valid regex: {error}")
+    """Compare two data dirs or two live clusters; exit 0 only when nothing diverges
+    unexpectedly."""
+    live = _mode(source_dir, destination_dir, source_bootstrap, destination_bootstrap)
+    if not live and (groups or source_config or destination_config):
+        abort("--groups, --source-config and --destination-config need --source/--destination")
+    if groups is not None and (source_offsets or destination_offsets):
+        abort("--groups reads committed offsets from the clusters; drop the offset files")
+    _check_regex("--topic", topic)
+    _check_regex("--groups", groups)
+    source_properties = command_config(source_config)
+    destination_properties = command_config(destination_config)
     try:
         stops = load_stop_offsets(stop_offsets) if stop_offsets else None
         source_commits = load_committed_offsets(source_offsets) if source_offsets else None
@@ -69,11 +106,26 @@ def verify(
         abort(str(error))
     console = Console(stderr=True)
     with console.status("starting Spark") as status:
+        if groups is not None:
+            status.update("reading committed offsets")
+            with kafka_errors():
+                source_commits = _live_commits(source_bootstrap, groups, topic, source_properties)
+                destination_commits = _live_commits(
+                    destination_bootstrap, groups, topic, destination_properties
+                )
         spark = verification_session(master)
-        with SparkProgress(spark.sparkContext, status) as progress:
+
+        with SparkProgress(spark.sparkContext, status) as progress, _reader_errors(live):
             report = verify_logs(
-                read_segments(spark, str(source_dir), level=level, topic=topic),
-                read_segments(spark, str(destination_dir), level=level, topic=topic),
+                _read_side(spark, source_dir, source_bootstrap, source_properties, level, topic),
+                _read_side(
+                    spark,
+                    destination_dir,
+                    destination_bootstrap,
+                    destination_properties,
+                    level,
+                    topic,
+                ),
                 level=level,
                 stop_offsets=stops,
                 source_commits=source_commits,
@@ -95,6 +147,67 @@ def verify(
     if report_path is not None:
         report_path.write_text(report.to_json() + "\n")
     raise SystemExit(0 if report.converged else 1)
+
+
+def _mode(
+    source_dir: Path | None,
+    destination_dir: Path | None,
+    source_bootstrap: str | None,
+    destination_bootstrap: str | None,
+) -> bool:
+    """True for live clusters, False for data dirs; exactly one pair must be given."""
+    dirs = source_dir is not None and destination_dir is not None
+    clusters = source_bootstrap is not None and destination_bootstrap is not None
+    given = (source_dir, destination_dir, source_bootstrap, destination_bootstrap)
+    if dirs == clusters or sum(option is not None for option in given) != 2:
+        abort(
+            "give either --source and --destination (live clusters) "
+            "or --source-dir and --destination-dir (data dirs)"
+        )
+    return clusters
+
+
+@contextlib.contextmanager
+def _reader_errors(live: bool) -> Iterator[None]:
+    """A cluster that fails a Spark task (unreachable, unauthorized) is a user error: show
+    the client's own error line instead of a Python traceback wrapped in a JVM one."""
+    try:
+        yield
+    except PySparkException as error:
+        if not live:
+            raise
+        causes = _RAISED_ERROR.findall(str(error))
+        abort(f"reading the clusters failed: {causes[-1] if causes else error}")
+
+
+def _check_regex(option: str, pattern: str | None) -> None:
+    if pattern is None:
+        return
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        abort(f"{option} is not a valid regex: {error}")
+
+
+def _live_commits(
+    bootstrap: str | None, groups: str, topic: str | None, config: dict[str, str]
+) -> CommittedOffsets:
+    assert bootstrap is not None
+    return read_committed_offsets(bootstrap, groups=groups, topic=topic, config=config)
+
+
+def _read_side(
+    spark: SparkSession,
+    directory: Path | None,
+    bootstrap: str | None,
+    config: dict[str, str],
+    level: str,
+    topic: str | None,
+) -> DataFrame:
+    if directory is not None:
+        return read_segments(spark, str(directory), level=level, topic=topic)
+    assert bootstrap is not None
+    return read_cluster(spark, bootstrap, level=level, topic=topic, config=config)
 
 
 if __name__ == "__main__":

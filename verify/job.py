@@ -6,7 +6,8 @@ announced through ``on_step`` so a caller can show progress.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 from mirrorsim.verify.convergence import (
     compare_committed_offsets,
@@ -15,6 +16,8 @@ from mirrorsim.verify.convergence import (
     partition_summary,
 )
 from mirrorsim.verify.inputs import committed_offsets_frame, stop_offsets_frame
+from mirrorsim.verify.kafka_source import CLIENT_PREFIX
+from mirrorsim.verify.kafka_source import FORMAT as KAFKA_FORMAT
 from mirrorsim.verify.report import VerifyReport
 from mirrorsim.verify.segment_source import BATCHES, FORMAT, RECORDS
 from mirrorsim.verify.segments import TopicPartition
@@ -32,6 +35,26 @@ def read_segments(
     if topic is not None:
         reader = reader.option("topic", topic)
     return reader.load(data_dir)
+
+
+def read_cluster(
+    spark: SparkSession,
+    bootstrap: str,
+    *,
+    level: str = "batch",
+    topic: str | None = None,
+    config: Mapping[str, str] = MappingProxyType({}),
+) -> DataFrame:
+    """The batch or record view of every partition of a live cluster, read over Kafka's
+    protocol; ``config`` holds client properties (security, timeouts)."""
+    reader = (
+        spark.read.format(KAFKA_FORMAT).option("bootstrap", bootstrap).option("view", LEVELS[level])
+    )
+    if topic is not None:
+        reader = reader.option("topic", topic)
+    for name, value in config.items():
+        reader = reader.option(CLIENT_PREFIX + name, value)
+    return reader.load()
 
 
 def verify_logs(

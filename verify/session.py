@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+from mirrorsim.verify.kafka_source import KafkaDataSource
 from mirrorsim.verify.segment_source import SegmentDataSource
 from pyspark.sql import SparkSession
 
@@ -45,4 +46,5 @@ def verification_session(
     )
     spark.sparkContext.setLogLevel("ERROR")
     spark.dataSource.register(SegmentDataSource)
+    spark.dataSource.register(KafkaDataSource)
     return spark
