@@ -1,0 +1,277 @@
+"""Log compaction (cleanup.policy=compact), Kafka's ``LogCleaner`` rules for one log.
+
+What is cleanable: whole segments below the first uncleanable offset, which is the
+smallest of the active segment's base, the last stable offset (never clean past an open
+transaction or the high watermark) and the first segment younger than
+``min.compaction.lag.ms``. Cleaning runs only when the dirty share of that range (bytes
+past the cleaner checkpoint) reaches ``min.cleanable.dirty.ratio``.
+
+What is kept, record by record:
+- only the latest record of each key (an offset map built over the cleanable range);
+  records without key and records of aborted transactions are dropped;
+- a tombstone stays until its batch's delete horizon (KIP-534: set to now +
+  ``delete.retention.ms`` by the first cleaning that keeps it, stored in the batch's
+  base timestamp with attribute bit 6) has passed;
+- a COMMIT/ABORT marker stays while its transaction still has records in the log, and
+  after that until its own delete horizon has passed;
+- a producer's last batch is kept as an empty batch when all its records go, so
+  producer state (sequence numbers) survives compaction.
+
+Offsets never change: the cleaned segment has the same base offset and every retained
+record its original offset, leaving gaps. A batch whose records are all retained is
+copied byte for byte; others are rebuilt with the same header fields.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import crc32c
+from mirrorsim.broker.log.checkpoint import read_checkpoint, write_checkpoint
+from mirrorsim.broker.log.results import CompactionStats
+from mirrorsim.broker.log.segment import AppendItem, LogSegment
+from mirrorsim.protocol.records import (
+    RawBatch,
+    Record,
+    TransactionMarker,
+    build_batch,
+    decode_control_batch,
+    decode_records,
+)
+from mirrorsim.protocol.records.raw_batch import (
+    ATTR_DELETE_HORIZON,
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+)
+
+if TYPE_CHECKING:
+    from mirrorsim.broker.log.partition_log import PartitionLog
+
+CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEANED_SUFFIX = ".cleaned"
+_ATTRIBUTES_AT = 21
+_CRC_AT = 17
+
+
+@dataclass(slots=True)
+class _CleaningState:
+    now_ms: int
+    delete_retention_ms: int
+    offset_map: dict[bytes, int]
+    aborted: dict[int, list[tuple[int, int]]]
+    last_offset_of_producer: dict[int, int]
+    txn_has_data: dict[int, bool] = field(default_factory=dict)
+    stats: dict[str, int] = field(default_factory=dict)
+
+    def count(self, name: str, amount: int = 1) -> None:
+        self.stats[name] = self.stats.get(name, 0) + amount
+
+    def is_aborted(self, batch: RawBatch) -> bool:
+        return batch.is_transactional and any(
+            first <= batch.base_offset <= last
+            for first, last in self.aborted.get(batch.producer_id, [])
+        )
+
+    def horizon_passed(self, batch: RawBatch) -> bool:
+        return batch.has_delete_horizon and self.now_ms >= batch.base_timestamp
+
+    @property
+    def new_horizon(self) -> int:
+        return self.now_ms + self.delete_retention_ms
+
+
+def compact_log(log: PartitionLog, now_ms: int) -> CompactionStats:
+    if not log.config.compact:
+        return CompactionStats()
+    cleanable = _cleanable_segments(log, now_ms)
+    if not cleanable:
+        return CompactionStats()
+    checkpoint_path = log.dir / CLEANER_CHECKPOINT
+    first_dirty = (read_checkpoint(checkpoint_path, 1) or [(0,)])[0][0]
+    total = sum(s.size for s in cleanable)
+    dirty = sum(s.size for s in cleanable if s.next_offset > first_dirty)
+    if total == 0 or dirty / total < log.config.min_cleanable_dirty_ratio:
+        return CompactionStats()
+    state = _CleaningState(
+        now_ms=now_ms,
+        delete_retention_ms=log.config.delete_retention_ms,
+        offset_map={},
+        aborted=_aborted_ranges(log),
+        last_offset_of_producer={
+            pid: entry.last_offset for pid, entry in log.producer_state.producers.items()
+        },
+    )
+    for batch in _batches(cleanable):
+        if batch.is_control or state.is_aborted(batch):
+            continue
+        for record in decode_records(batch):
+            if record.key is not None:
+                state.offset_map[record.key] = record.offset
+    state.count("bytes_read", total)
+    first_uncleaned = log.segments[len(cleanable)].base_offset
+    for segment in cleanable:
+        _clean_segment(log, segment, state)
+    write_checkpoint(checkpoint_path, [(first_uncleaned,)])
+    return CompactionStats(
+        segments_cleaned=len(cleanable),
+        bytes_read=state.stats.get("bytes_read", 0),
+        bytes_written=state.stats.get("bytes_written", 0),
+        records_read=state.stats.get("records_read", 0),
+        records_retained=state.stats.get("records_retained", 0),
+        tombstones_removed=state.stats.get("tombstones_removed", 0),
+        aborted_records_removed=state.stats.get("aborted_records_removed", 0),
+        markers_removed=state.stats.get("markers_removed", 0),
+    )
+
+
+def truncate_cleaner_checkpoint(directory: Path, offset: int) -> None:
+    """A truncated log must be cleaned again from where the truncation left it."""
+    path = directory / CLEANER_CHECKPOINT
+    entries = read_checkpoint(path, 1)
+    if entries and entries[0][0] > offset:
+        write_checkpoint(path, [(offset,)])
+
+
+def _cleanable_segments(log: PartitionLog, now_ms: int) -> list[LogSegment]:
+    first_uncleanable = min(log.active_segment.base_offset, log.last_stable_offset)
+    lag = log.config.min_compaction_lag_ms
+    for segment in log.segments:
+        if lag > 0 and segment.size and segment.largest_timestamp() > now_ms - lag:
+            first_uncleanable = min(first_uncleanable, segment.base_offset)
+            break
+    cleanable = []
+    for segment, following in zip(log.segments, log.segments[1:], strict=False):
+        if following.base_offset > first_uncleanable:
+            break
+        cleanable.append(segment)
+    return cleanable
+
+
+def _aborted_ranges(log: PartitionLog) -> dict[int, list[tuple[int, int]]]:
+    ranges: dict[int, list[tuple[int, int]]] = {}
+    for segment in log.segments:
+        for entry in segment.txn_index.entries:
+            ranges.setdefault(entry.producer_id, []).append((entry.first_offset, entry.last_offset))
+    return ranges
+
+
+def _batches(segments: list[LogSegment]) -> Iterator[RawBatch]:
+    for segment in segments:
+        yield from segment.batches()
+
+
+def _clean_segment(log: PartitionLog, segment: LogSegment, state: _CleaningState) -> None:
+    cleaned = LogSegment.create(
+        log.dir, segment.base_offset, suffix=CLEANED_SUFFIX, **log.segment_args()
+    )
+    items: list[AppendItem] = []
+    for batch in segment.batches():
+        kept = _clean_batch(batch, state)
+        if kept is not None:
+            items.append(
+                AppendItem(
+                    (kept.data,),
+                    kept.size,
+                    kept.base_offset,
+                    kept.last_offset,
+                    kept.max_timestamp,
+                    kept.records_count,
+                )
+            )
+            state.count("bytes_written", kept.size)
+    if items:
+        cleaned.append(items)
+    log.replace_segment(segment, cleaned)
+
+
+def _clean_batch(batch: RawBatch, state: _CleaningState) -> RawBatch | None:
+    if batch.is_control:
+        return _clean_marker(batch, state)
+    records = decode_records(batch)
+    state.count("records_read", len(records))
+    if state.is_aborted(batch):
+        state.count("aborted_records_removed", len(records))
+        return _empty_if_last_of_producer(batch, state)
+    retained: list[Record] = []
+    tombstone_kept = False
+    for record in records:
+        if record.key is None or state.offset_map.get(record.key, -1) > record.offset:
+            continue
+        if record.value is None:
+            if state.horizon_passed(batch):
+                state.count("tombstones_removed")
+                continue
+            tombstone_kept = True
+        retained.append(record)
+    state.count("records_retained", len(retained))
+    if retained and batch.is_transactional:
+        state.txn_has_data[batch.producer_id] = True
+    if not retained:
+        return _empty_if_last_of_producer(batch, state)
+    needs_horizon = tombstone_kept and not batch.has_delete_horizon
+    if len(retained) == len(records) and not needs_horizon:
+        return batch
+    horizon = state.new_horizon if needs_horizon else None
+    if horizon is None and batch.has_delete_horizon:
+        horizon = batch.base_timestamp
+    return _rebuild(batch, retained, horizon)
+
+
+def _clean_marker(batch: RawBatch, state: _CleaningState) -> RawBatch | None:
+    control = decode_control_batch(batch)
+    if not isinstance(control, TransactionMarker):
+        return batch
+    if state.txn_has_data.pop(batch.producer_id, False):
+        return batch
+    if state.horizon_passed(batch):
+        state.count("markers_removed")
+        return None
+    if batch.has_delete_horizon:
+        return batch
+    return _rebuild(batch, decode_records(batch), state.new_horizon)
+
+
+def _rebuild(batch: RawBatch, records: list[Record], delete_horizon: int | None) -> RawBatch:
+    rebuilt = build_batch(
+        records,
+        base_offset=batch.base_offset,
+        compression=batch.compression,
+        timestamp_type=batch.timestamp_type,
+        producer_id=batch.producer_id,
+        producer_epoch=batch.producer_epoch,
+        base_sequence=batch.base_sequence,
+        is_transactional=batch.is_transactional,
+        partition_leader_epoch=batch.partition_leader_epoch,
+        is_control=batch.is_control,
+        base_timestamp=delete_horizon,
+    )
+    if delete_horizon is None:
+        return rebuilt
+    return _with_attributes(rebuilt, rebuilt.attributes | ATTR_DELETE_HORIZON)
+
+
+def _empty_if_last_of_producer(batch: RawBatch, state: _CleaningState) -> RawBatch | None:
+    """Kafka keeps an empty copy of a producer's last batch so its sequence survives."""
+    if not batch.has_producer_id or state.last_offset_of_producer.get(batch.producer_id) != (
+        batch.last_offset
+    ):
+        return None
+    fields = list(HEADER.unpack_from(batch.data))
+    fields[1] = HEADER_SIZE - LOG_OVERHEAD
+    fields[12] = 0
+    data = bytearray(HEADER.pack(*fields))
+    struct.pack_into(">I", data, _CRC_AT, crc32c.crc32c(memoryview(data)[CRC_START:]))
+    return RawBatch.from_bytes(bytes(data))
+
+
+def _with_attributes(batch: RawBatch, attributes: int) -> RawBatch:
+    data = bytearray(batch.data)
+    struct.pack_into(">h", data, _ATTRIBUTES_AT, attributes)
+    struct.pack_into(">I", data, _CRC_AT, crc32c.crc32c(memoryview(data)[CRC_START:]))
+    return RawBatch.from_bytes(bytes(data))

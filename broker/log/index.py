@@ -1,0 +1,235 @@
+"""The sparse ``.index`` and ``.timeindex`` files of a segment, in Kafka's byte layout.
+
+``.index``: 8-byte entries (offset relative to the segment base int32, file position
+int32). ``.timeindex``: 12-byte entries (timestamp int64, relative offset int32). Both
+are big-endian and strictly increasing. Entries are kept in memory for lookups and
+appended to the file lazily: a flush writes them, and recovery rebuilds any index of a
+segment that was not flushed, so an index never has to be trusted beyond the recovery
+point.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+OFFSET_ENTRY = struct.Struct(">ii")
+TIME_ENTRY = struct.Struct(">qi")
+
+
+class CorruptIndexError(ValueError):
+    pass
+
+
+class _EntryFile:
+    """An append-only file of fixed-size entries with an unflushed tail kept in memory."""
+
+    def __init__(self, path: Path, entry_size: int) -> None:
+        self.path = path
+        self._entry_size = entry_size
+        self._pending = bytearray()
+        self._on_disk = 0
+
+    def read_all(self) -> bytes:
+        data = self.path.read_bytes()
+        if len(data) % self._entry_size:
+            raise CorruptIndexError(f"{self.path}: size {len(data)} is not whole entries")
+        self._on_disk = len(data)
+        return data
+
+    def append(self, entry: bytes) -> None:
+        self._pending += entry
+
+    def rewrite(self, data: bytes) -> None:
+        self._pending = bytearray()
+        with open(self.path, "wb") as f:
+            f.write(data)
+        self._on_disk = len(data)
+
+    def flush(self, *, fsync: bool) -> None:
+        if not self._pending and not fsync:
+            return
+        with open(self.path, "ab") as f:
+            if f.tell() != self._on_disk:
+                f.truncate(self._on_disk)
+            f.write(self._pending)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        self._on_disk += len(self._pending)
+        self._pending = bytearray()
+
+    def rename(self, path: Path) -> None:
+        if self.path.exists():
+            os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+class OffsetIndex:
+    """Maps offsets to file positions: each entry is a batch's last offset and its position."""
+
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max_entries
+        self._file = _EntryFile(path, OFFSET_ENTRY.size)
+        self._offsets = array("q")
+        self._positions = array("q")
+
+    @classmethod
+    def load(cls, path: Path, base_offset: int, max_entries: int) -> OffsetIndex:
+        index = cls(path, base_offset, max_entries)
+        data = index._file.read_all()
+        for relative, position in OFFSET_ENTRY.iter_unpack(data):
+            offset = base_offset + relative
+            if index._offsets and (
+                offset <= index._offsets[-1] or position <= index._positions[-1]
+            ):
+                raise CorruptIndexError(f"{path}: entries are not increasing")
+            if relative < 0 or position < 0:
+                raise CorruptIndexError(f"{path}: negative entry")
+            index._offsets.append(offset)
+            index._positions.append(position)
+        return index
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    @property
+    def last_entry(self) -> tuple[int, int]:
+        if not self._offsets:
+            return self.base_offset, 0
+        return self._offsets[-1], self._positions[-1]
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._offsets, self._positions, strict=True))
+
+    def append(self, offset: int, position: int) -> None:
+        if self._offsets and offset <= self._offsets[-1]:
+            return
+        self._offsets.append(offset)
+        self._positions.append(position)
+        self._file.append(OFFSET_ENTRY.pack(offset - self.base_offset, position))
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """The entry with the largest offset ≤ ``offset``, else (base offset, position 0)."""
+        slot = bisect.bisect_right(self._offsets, offset) - 1
+        if slot < 0:
+            return self.base_offset, 0
+        return self._offsets[slot], self._positions[slot]
+
+    def truncate_to_position(self, position: int) -> None:
+        """Drop the entries that point at or beyond ``position`` (the file was cut there)."""
+        keep = bisect.bisect_left(self._positions, position)
+        if keep == len(self._positions):
+            return
+        del self._offsets[keep:]
+        del self._positions[keep:]
+        self._file.rewrite(
+            b"".join(
+                OFFSET_ENTRY.pack(o - self.base_offset, p)
+                for o, p in zip(self._offsets, self._positions, strict=True)
+            )
+        )
+
+    def flush(self, *, fsync: bool = True) -> None:
+        self._file.flush(fsync=fsync)
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def delete(self) -> None:
+        self._file.delete()
+
+
+class TimeIndex:
+    """Maps timestamps to offsets: (largest timestamp so far, the offset that carried it)."""
+
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        self.base_offset = base_offset
+        self.max_entries = max_entries
+        self._file = _EntryFile(path, TIME_ENTRY.size)
+        self._timestamps = array("q")
+        self._offsets = array("q")
+
+    @classmethod
+    def load(cls, path: Path, base_offset: int, max_entries: int) -> TimeIndex:
+        index = cls(path, base_offset, max_entries)
+        data = index._file.read_all()
+        for timestamp, relative in TIME_ENTRY.iter_unpack(data):
+            offset = base_offset + relative
+            if index._offsets and (
+                timestamp <= index._timestamps[-1] or offset < index._offsets[-1]
+            ):
+                raise CorruptIndexError(f"{path}: entries are not increasing")
+            index._timestamps.append(timestamp)
+            index._offsets.append(offset)
+        return index
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self._offsets) >= self.max_entries
+
+    def entries(self) -> list[tuple[int, int]]:
+        return list(zip(self._timestamps, self._offsets, strict=True))
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        """Add an entry only when the timestamp grows, keeping the file strictly increasing."""
+        if self._timestamps and timestamp <= self._timestamps[-1]:
+            return
+        if self._offsets and offset < self._offsets[-1]:
+            return
+        self._timestamps.append(timestamp)
+        self._offsets.append(offset)
+        self._file.append(TIME_ENTRY.pack(timestamp, offset - self.base_offset))
+
+    def lookup_before(self, timestamp: int) -> int:
+        """An offset from which a scan finds the first record at or after ``timestamp``.
+
+        Every record up to an entry's offset has a timestamp ≤ the entry's, so the last
+        entry strictly below ``timestamp`` is a safe place to start.
+        """
+        slot = bisect.bisect_left(self._timestamps, timestamp) - 1
+        return self._offsets[slot] if slot >= 0 else self.base_offset
+
+    def truncate_to_offset(self, offset: int) -> None:
+        keep = bisect.bisect_left(self._offsets, offset)
+        if keep == len(self._offsets):
+            return
+        del self._timestamps[keep:]
+        del self._offsets[keep:]
+        self._file.rewrite(
+            b"".join(
+                TIME_ENTRY.pack(t, o - self.base_offset)
+                for t, o in zip(self._timestamps, self._offsets, strict=True)
+            )
+        )
+
+    def flush(self, *, fsync: bool = True) -> None:
+        self._file.flush(fsync=fsync)
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def delete(self) -> None:
+        self._file.delete()

@@ -1,0 +1,80 @@
+"""All partition logs of one broker data directory, one ``<topic>-<partition>`` dir each.
+
+Logs are opened on demand with the config the caller passes (topic configs live in the
+metadata store, not here); ``on_disk_partitions`` tells the broker what exists at start.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from mirrorsim.broker.log.config import LogConfig
+from mirrorsim.broker.log.partition_log import PartitionLog
+
+
+def partition_dir_name(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        return None
+    return topic, int(partition)
+
+
+class LogManager:
+    def __init__(self, data_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._clock = clock
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+
+    def on_disk_partitions(self) -> list[tuple[str, int]]:
+        found = []
+        for child in sorted(self.data_dir.iterdir()):
+            parsed = parse_partition_dir_name(child.name) if child.is_dir() else None
+            if parsed is not None:
+                found.append(parsed)
+        return found
+
+    def get_or_create(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        topic_id: uuid.UUID | None = None,
+    ) -> PartitionLog:
+        key = (topic, partition)
+        log = self._logs.get(key)
+        if log is None:
+            log = PartitionLog.open(
+                self.data_dir / partition_dir_name(topic, partition),
+                config,
+                topic_id=topic_id,
+                clock=self._clock,
+            )
+            self._logs[key] = log
+        return log
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def delete(self, topic: str, partition: int) -> None:
+        log = self._logs.pop((topic, partition), None)
+        if log is not None:
+            log.delete()
+        else:
+            shutil.rmtree(self.data_dir / partition_dir_name(topic, partition), ignore_errors=True)
+
+    def all_logs(self) -> dict[tuple[str, int], PartitionLog]:
+        return dict(self._logs)
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()

@@ -1,0 +1,764 @@
+"""One partition's log, Kafka's ``UnifiedLog``: segments, offsets, epochs and producers.
+
+Theory of operation. The log is a list of segments ordered by base offset; only the
+last (active) one is appended to. The log end offset (LEO) is the next offset to assign.
+A leader append assigns offsets and stamps its leader epoch into each batch header (the
+CRC does not cover either field, so the bytes stay valid); a follower append keeps the
+leader's bytes exactly. The high watermark is owned by the replica manager and only
+clamped here; the last stable offset additionally stops at the first ongoing
+transaction.
+
+Durability: ``flush`` fsyncs. The recovery point (persisted on roll and close) marks
+what is known to be on disk; on open every segment from the one holding the recovery
+point onwards is re-validated batch by batch and cut at the first torn or corrupt batch,
+unless the log was closed cleanly. Producer state is rebuilt from the newest snapshot
+plus a replay of the log tail.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import shutil
+import struct
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+import crc32c
+from mirrorsim.broker.log.checkpoint import (
+    CheckpointFormatError,
+    read_checkpoint,
+    write_checkpoint,
+)
+from mirrorsim.broker.log.cleaner import compact_log, truncate_cleaner_checkpoint
+from mirrorsim.broker.log.config import LogConfig
+from mirrorsim.broker.log.epoch_cache import CHECKPOINT_NAME, LeaderEpochFileCache
+from mirrorsim.broker.log.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    NonContiguousAppendError,
+    OffsetOutOfRangeError,
+    RecordBatchTooLargeError,
+    RecordTooLargeError,
+)
+from mirrorsim.broker.log.partition_metadata import (
+    InconsistentTopicIdError,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from mirrorsim.broker.log.producer_state import ProducerAppend, ProducerStateManager
+from mirrorsim.broker.log.results import (
+    AppendInfo,
+    AppendOrigin,
+    CompactionStats,
+    ReadResult,
+    TimestampOffset,
+)
+from mirrorsim.broker.log.segment import (
+    OFFSET_WIDTH,
+    AppendItem,
+    BatchHeader,
+    LogSegment,
+)
+from mirrorsim.broker.log.txn_index import AbortedTxn, CompletedAbort
+from mirrorsim.protocol.records import CorruptRecordError as CodecCorruptRecordError
+from mirrorsim.protocol.records import (
+    RawBatch,
+    TransactionMarker,
+    decode_control_batch,
+    decode_records,
+)
+from mirrorsim.protocol.records.control import MirrorPidReset, UnknownControlRecord
+from mirrorsim.protocol.records.raw_batch import ATTR_TIMESTAMP_TYPE, CRC_START
+
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+_PREFIX = struct.Struct(">qii")  # baseOffset, batchLength, partitionLeaderEpoch
+_MAX_TIMESTAMP_AT = 35
+_ATTRIBUTES_AT = 21
+_CRC_AT = 17
+_TEMPORARY_SUFFIXES = (".tmp", ".cleaned", ".swap", ".deleted")
+
+
+class PartitionLog:
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        topic_id: uuid.UUID | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.dir = directory
+        self.config = config
+        self.topic_id = topic_id
+        self._clock = clock
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = 0
+        self.log_end_offset = 0
+        self.high_watermark = 0
+        self.recovery_point = 0
+        self.epoch_cache = LeaderEpochFileCache(directory / CHECKPOINT_NAME)
+        self.producer_state = ProducerStateManager(directory)
+        self._unflushed_messages = 0
+        self._last_flush_ms = 0
+        self._closed = False
+
+    # -- opening and recovery ------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        dir: Path,
+        config: LogConfig,
+        *,
+        topic_id: uuid.UUID | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> PartitionLog:
+        directory = Path(dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        stored_id = read_partition_metadata(directory)
+        if topic_id is not None and stored_id is not None and stored_id != topic_id:
+            raise InconsistentTopicIdError(
+                f"{directory} belongs to topic id {stored_id}, not {topic_id}"
+            )
+        if topic_id is not None and stored_id is None:
+            write_partition_metadata(directory, topic_id)
+        log = cls(directory, config, topic_id or stored_id, clock)
+        log._load()
+        return log
+
+    def _load(self) -> None:
+        for leftover in self.dir.iterdir():
+            if leftover.name.endswith(_TEMPORARY_SUFFIXES):
+                leftover.unlink()
+        clean_marker = self.dir / CLEAN_SHUTDOWN_FILE
+        clean = clean_marker.exists()
+        clean_marker.unlink(missing_ok=True)
+        self.recovery_point = _read_single(self.dir / RECOVERY_POINT_FILE) or 0
+        log_start = _read_single(self.dir / LOG_START_FILE) or 0
+        saved_hw = _read_single(self.dir / HIGH_WATERMARK_FILE) or 0
+        self.epoch_cache = LeaderEpochFileCache.load(self.dir / CHECKPOINT_NAME)
+        self._load_segments(clean)
+        if self.segments and self.active_segment.next_offset < log_start:
+            for segment in self.segments:
+                segment.delete()
+            self.segments, self._bases = [], []
+        if not self.segments:
+            self._add_segment(LogSegment.create(self.dir, log_start, **self._segment_args()))
+        self.log_end_offset = self.active_segment.next_offset
+        self.log_start_offset = min(
+            max(log_start, self.segments[0].base_offset), self.log_end_offset
+        )
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.high_watermark = min(max(saved_hw, self.log_start_offset), self.log_end_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self._rebuild_producer_state()
+        self._last_flush_ms = self._now_ms()
+
+    def _load_segments(self, clean: bool) -> None:
+        bases = sorted(
+            int(p.name[:OFFSET_WIDTH])
+            for p in self.dir.glob("*.log")
+            if len(p.name) == OFFSET_WIDTH + 4 and p.name[:OFFSET_WIDTH].isdigit()
+        )
+        corrupt_from: int | None = None
+        for i, base in enumerate(bases):
+            if corrupt_from is not None:
+                LogSegment(self.dir, base, **self._segment_args()).delete()
+                continue
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            needs_recovery = not clean and (next_base is None or next_base > self.recovery_point)
+            if needs_recovery:
+                segment = LogSegment(self.dir, base, **self._segment_args())
+                if segment.recover(self.config.max_message_bytes + self.config.segment_bytes):
+                    corrupt_from = base
+            else:
+                segment = LogSegment.load(self.dir, base, **self._segment_args())
+            self._add_segment(segment)
+
+    def _segment_args(self) -> dict[str, int]:
+        return {
+            "index_interval_bytes": self.config.index_interval_bytes,
+            "max_index_entries": self.config.segment_index_bytes // 8,
+        }
+
+    def _add_segment(self, segment: LogSegment) -> None:
+        self.segments.append(segment)
+        self._bases.append(segment.base_offset)
+
+    def _rebuild_producer_state(self) -> None:
+        """Newest snapshot at or below the LEO, then replay the batches after it."""
+        state = self.producer_state
+        state.delete_snapshots_above(self.log_end_offset)
+        if not state.load_latest_snapshot(self.log_end_offset):
+            state.map_end_offset = self.log_start_offset
+        start = max(state.map_end_offset, self.log_start_offset)
+        staged = state.begin(validate=False)
+        for batch in self._batches_from(start):
+            _stage(staged, batch)
+        state.commit(staged, self.log_end_offset)
+
+    def _batches_from(self, offset: int) -> Iterator[RawBatch]:
+        for segment in self.segments[self._segment_index(offset) :]:
+            first = segment.translate_offset(offset)
+            if first is None:
+                continue
+            for header in segment.headers(first.position):
+                if header.producer_id >= 0 or header.attributes & 0x20:
+                    yield RawBatch.from_bytes(segment.read_at(header.position, header.size))
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.epoch_cache.latest_epoch
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state.first_unstable_offset
+        if first_unstable is not None and first_unstable < self.high_watermark:
+            return max(first_unstable, self.log_start_offset)
+        return self.high_watermark
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self.segments:
+            segment.index_interval_bytes = config.index_interval_bytes
+
+    def update_high_watermark(self, offset: int) -> int:
+        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        return self.high_watermark
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    # -- appending -----------------------------------------------------------------------
+
+    def append_as_leader(
+        self,
+        batches: Sequence[RawBatch],
+        leader_epoch: int,
+        *,
+        now_ms: int | None = None,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+    ) -> AppendInfo:
+        """Assign offsets from the LEO, stamp ``leader_epoch``, check producer state, append.
+
+        Raises a typed ``LogError`` and leaves the log untouched when any batch is refused.
+        """
+        now = self._now_ms() if now_ms is None else now_ms
+        log_append_time = self.config.log_append_time
+        staged = self.producer_state.begin(validate=True)
+        items: list[AppendItem] = []
+        offset = self.log_end_offset
+        for batch in batches:
+            self._validate_leader_batch(batch, origin)
+            if origin is AppendOrigin.CLIENT:
+                staged.check_duplicate(batch)
+            last_offset = offset + batch.last_offset_delta
+            if batch.has_producer_id or batch.is_control:
+                _stage(staged, dataclasses.replace(batch, base_offset=offset))
+            if log_append_time:
+                pieces: Sequence[bytes | memoryview] = (
+                    _with_log_append_time(batch, offset, leader_epoch, now),
+                )
+            else:
+                pieces = (
+                    _PREFIX.pack(offset, batch.batch_length, leader_epoch),
+                    memoryview(batch.data)[_PREFIX.size :],
+                )
+            items.append(
+                AppendItem(
+                    pieces,
+                    len(batch.data),
+                    offset,
+                    last_offset,
+                    now if log_append_time else batch.max_timestamp,
+                    batch.records_count,
+                )
+            )
+            offset = last_offset + 1
+        if not items:
+            return self._empty_append_info()
+        if leader_epoch >= 0:
+            self.epoch_cache.assign(leader_epoch, self.log_end_offset)
+        info = self._append(items, staged, log_append_time_ms=now if log_append_time else -1)
+        self._maybe_flush(now)
+        return info
+
+    def _validate_leader_batch(self, batch: RawBatch, origin: AppendOrigin) -> None:
+        if batch.size > self.config.max_message_bytes:
+            raise RecordTooLargeError(
+                f"batch of {batch.size} bytes exceeds max.message.bytes "
+                f"{self.config.max_message_bytes}"
+            )
+        self._check_fits_segment(batch)
+        if not batch.is_valid():
+            raise CorruptRecordError(f"batch with base offset {batch.base_offset} fails its CRC")
+        if batch.is_control and origin is AppendOrigin.CLIENT:
+            raise InvalidRecordError("clients may not write control batches")
+        if self.config.compact and not batch.is_control:
+            try:
+                records = decode_records(batch)
+            except CodecCorruptRecordError as exc:
+                raise CorruptRecordError(str(exc)) from exc
+            if any(record.key is None for record in records):
+                raise InvalidRecordError("a compacted topic cannot accept a record without key")
+
+    def _check_fits_segment(self, batch: RawBatch) -> None:
+        if batch.size > self.config.segment_bytes:
+            raise RecordBatchTooLargeError(
+                f"batch of {batch.size} bytes exceeds segment.bytes {self.config.segment_bytes}"
+            )
+
+    def append_as_follower(
+        self, batches: Sequence[RawBatch], *, allow_gaps: bool = False
+    ) -> AppendInfo:
+        """Append the leader's batches unchanged (offsets, epochs and bytes).
+
+        A batch below the LEO would rewrite history and is refused; a batch above it
+        leaves a gap, which only compacted or retention-trimmed sources produce, so it is
+        refused unless ``allow_gaps``.
+        """
+        staged = self.producer_state.begin(validate=False)
+        items: list[AppendItem] = []
+        expected = self.log_end_offset
+        for batch in batches:
+            if batch.base_offset < expected or (batch.base_offset > expected and not allow_gaps):
+                raise NonContiguousAppendError(
+                    f"batch at offset {batch.base_offset} does not continue the log at {expected}"
+                )
+            self._check_fits_segment(batch)
+            if not batch.is_valid():
+                raise CorruptRecordError(f"batch at offset {batch.base_offset} fails its CRC")
+            _stage(staged, batch)
+            items.append(
+                AppendItem(
+                    (batch.data,),
+                    batch.size,
+                    batch.base_offset,
+                    batch.last_offset,
+                    batch.max_timestamp,
+                    batch.records_count,
+                )
+            )
+            expected = batch.next_offset
+        if not items:
+            return self._empty_append_info()
+        for batch in batches:
+            if batch.partition_leader_epoch >= 0:
+                self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        info = self._append(items, staged, log_append_time_ms=-1)
+        self._maybe_flush(self._now_ms())
+        return info
+
+    def _append(
+        self,
+        items: list[AppendItem],
+        staged: ProducerAppend,
+        *,
+        log_append_time_ms: int,
+    ) -> AppendInfo:
+        first = items[0].base_offset
+        group: list[AppendItem] = []
+        max_timestamp, offset_of_max = -1, first
+        records = 0
+        size = 0
+        for item in items:
+            if self._should_roll(item):
+                if group:
+                    self.active_segment.append(group)
+                    group = []
+                self._roll(item.base_offset)
+            group.append(item)
+            if item.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = item.max_timestamp, item.last_offset
+            records += item.records_count
+            size += item.size
+        self.active_segment.append(group)
+        last_offset = items[-1].last_offset
+        self.log_end_offset = last_offset + 1
+        self.producer_state.commit(staged, self.log_end_offset)
+        for txn in staged.completed:
+            if txn.is_aborted:
+                segment = self.segments[self._segment_index(txn.last_offset)]
+                lso = self.producer_state.last_stable_offset_after(txn)
+                segment.txn_index.append(
+                    CompletedAbort(txn.producer_id, txn.first_offset, txn.last_offset, lso)
+                )
+        self._unflushed_messages += records
+        return AppendInfo(
+            first_offset=first,
+            last_offset=last_offset,
+            max_timestamp=max_timestamp,
+            offset_of_max_timestamp=offset_of_max,
+            log_append_time_ms=log_append_time_ms,
+            log_start_offset=self.log_start_offset,
+            batch_count=len(items),
+            record_count=records,
+            size_bytes=size,
+        )
+
+    def _empty_append_info(self) -> AppendInfo:
+        return AppendInfo(
+            self.log_end_offset, self.log_end_offset - 1, -1, -1, -1, self.log_start_offset, 0, 0, 0
+        )
+
+    def _should_roll(self, item: AppendItem) -> bool:
+        segment = self.active_segment
+        if not segment.can_hold(item.last_offset):
+            return True
+        if segment.size == 0:
+            return False
+        waited = (
+            item.max_timestamp - segment.rolling_timestamp
+            if segment.rolling_timestamp is not None
+            else 0
+        )
+        return (
+            segment.size + item.size > self.config.segment_bytes
+            or waited > self.config.segment_ms - self.config.segment_jitter_ms
+            or segment.offset_index.is_full
+            or segment.time_index.is_full
+        )
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the LEO (an empty active segment is kept)."""
+        if self.active_segment.size:
+            self._roll(self.log_end_offset)
+        return self.active_segment
+
+    def _roll(self, base_offset: int) -> None:
+        old = self.active_segment
+        if old.size == 0:
+            old.delete()
+            self.segments.pop()
+            self._bases.pop()
+        else:
+            old.on_become_inactive()
+            old.flush()
+            self.producer_state.take_snapshot()
+        self._add_segment(LogSegment.create(self.dir, base_offset, **self._segment_args()))
+        if old.size:
+            self.recovery_point = max(self.recovery_point, old.next_offset)
+            self._write_offset_checkpoints()
+
+    def _maybe_flush(self, now_ms: int) -> None:
+        if (
+            self._unflushed_messages >= self.config.flush_messages
+            or now_ms - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync everything up to the LEO."""
+        for segment in self.segments[self._segment_index(self.recovery_point) :]:
+            segment.flush()
+        self.recovery_point = self.log_end_offset
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._now_ms()
+
+    # -- reading -------------------------------------------------------------------------
+
+    def _segment_index(self, offset: int) -> int:
+        return max(bisect.bisect_right(self._bases, offset) - 1, 0)
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+    ) -> ReadResult:
+        if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(start_offset, self.log_start_offset, self.log_end_offset)
+        records, first = b"", start_offset
+        if start_offset < self.log_end_offset and (max_offset is None or start_offset < max_offset):
+            for segment in self.segments[self._segment_index(start_offset) :]:
+                found = segment.read(
+                    start_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
+                )
+                if found is not None:
+                    records, first = found
+                    break
+                if max_offset is not None and segment.next_offset >= max_offset:
+                    break
+        return ReadResult(
+            records,
+            first,
+            self.high_watermark,
+            self.last_stable_offset,
+            self.log_start_offset,
+            self.log_end_offset,
+        )
+
+    def batches(self, start_offset: int | None = None) -> Iterator[RawBatch]:
+        """Every batch from ``start_offset`` (default: the log start) to the LEO."""
+        offset = self.log_start_offset if start_offset is None else start_offset
+        for segment in self.segments[self._segment_index(offset) :]:
+            first = segment.translate_offset(offset)
+            if first is not None:
+                yield from segment.batches(first.position)
+
+    def offset_for_timestamp(self, ts_ms: int) -> TimestampOffset | None:
+        """The first record at or after ``ts_ms`` (ListOffsets by time)."""
+        for segment in self.segments:
+            if segment.max_timestamp < ts_ms:
+                continue
+            start = max(segment.time_index.lookup_before(ts_ms), self.log_start_offset)
+            first = segment.translate_offset(start)
+            if first is None:
+                continue
+            for header in segment.headers(first.position):
+                if header.max_timestamp < ts_ms:
+                    continue
+                batch = RawBatch.from_bytes(segment.read_at(header.position, header.size))
+                for record in decode_records(batch):
+                    if record.timestamp >= ts_ms and record.offset >= self.log_start_offset:
+                        return TimestampOffset(
+                            record.timestamp, record.offset, _epoch_or_none(header)
+                        )
+        return None
+
+    def max_timestamp_offset(self) -> TimestampOffset | None:
+        """The record with the largest timestamp (ListOffsets MAX_TIMESTAMP, -3)."""
+        best: LogSegment | None = None
+        for segment in self.segments:
+            if segment.size and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        header = best.translate_offset(best.offset_of_max_timestamp)
+        if header is None:
+            return None
+        batch = RawBatch.from_bytes(best.read_at(header.position, header.size))
+        for record in decode_records(batch):
+            if record.timestamp == best.max_timestamp:
+                return TimestampOffset(record.timestamp, record.offset, _epoch_or_none(header))
+        return TimestampOffset(best.max_timestamp, header.last_offset, _epoch_or_none(header))
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        return self.epoch_cache.end_offset_for(epoch, self.log_end_offset)
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_offset: int
+    ) -> list[AbortedTxn]:
+        aborted: list[AbortedTxn] = []
+        for segment in self.segments[self._segment_index(start_offset) :]:
+            if segment.base_offset >= upper_offset:
+                break
+            aborted.extend(
+                AbortedTxn(e.producer_id, e.first_offset)
+                for e in segment.txn_index.overlapping(start_offset, upper_offset)
+            )
+        return aborted
+
+    # -- truncation and log start --------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> bool:
+        """Remove everything at and after ``offset`` (a follower diverged from its leader).
+
+        A batch that straddles ``offset`` is removed whole; if that would take the log
+        below its log start, the log restarts empty at ``offset``. Returns whether anything
+        was removed.
+        """
+        if offset < 0:
+            raise ValueError(f"cannot truncate to negative offset {offset}")
+        if offset >= self.log_end_offset:
+            return False
+        if offset < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        while len(self.segments) > 1 and self.active_segment.base_offset >= offset:
+            self.segments.pop().delete()
+            self._bases.pop()
+        segment = self.active_segment
+        straddling = segment.translate_offset(offset)
+        new_end = offset if straddling is None else min(offset, straddling.base_offset)
+        if new_end < self.log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return True
+        segment.truncate_to(offset)
+        self.log_end_offset = max(new_end, segment.base_offset)
+        truncate_cleaner_checkpoint(self.dir, self.log_end_offset)
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        self._rebuild_producer_state()
+        self._write_offset_checkpoints()
+        return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and continue empty at ``offset`` (e.g. the leader's log start)."""
+        for segment in self.segments:
+            segment.delete()
+        self.segments, self._bases = [], []
+        self._add_segment(LogSegment.create(self.dir, offset, **self._segment_args()))
+        self.log_start_offset = self.log_end_offset = self.high_watermark = offset
+        self.recovery_point = offset
+        truncate_cleaner_checkpoint(self.dir, offset)
+        self.epoch_cache.clear()
+        self.producer_state.truncate_fully_and_start_at(offset)
+        self._write_offset_checkpoints()
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Move the log start forward (DeleteRecords, or a leader's log start on a follower).
+
+        Segments wholly below it go at the next retention pass, as in Kafka.
+        """
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.high_watermark)
+        if offset <= self.log_start_offset:
+            return False
+        self.log_start_offset = offset
+        self.epoch_cache.truncate_from_start(offset)
+        self.producer_state.delete_snapshots_below(offset)
+        self._write_offset_checkpoints()
+        return True
+
+    # -- retention -----------------------------------------------------------------------
+
+    def delete_old_segments(self, now_ms: int | None = None) -> int:
+        """Delete segments below the log start, and by retention.ms / retention.bytes when
+        cleanup.policy includes delete. Only data below the high watermark is deleted."""
+        now = self._now_ms() if now_ms is None else now_ms
+        deleted = self._delete_segments(
+            lambda segment, next_base: next_base is not None and next_base <= self.log_start_offset
+        )
+        if not self.config.delete:
+            return deleted
+        if self.config.retention_ms >= 0:
+            deleted += self._delete_segments(
+                lambda segment, _: segment.largest_timestamp() < now - self.config.retention_ms
+            )
+        if self.config.retention_bytes >= 0:
+            excess = self.size_in_bytes - self.config.retention_bytes
+
+            def over_size(segment: LogSegment, _: int | None) -> bool:
+                nonlocal excess
+                if excess - segment.size < 0:
+                    return False
+                excess -= segment.size
+                return True
+
+            deleted += self._delete_segments(over_size)
+        return deleted
+
+    def _delete_segments(self, predicate: Callable[[LogSegment, int | None], bool]) -> int:
+        """Delete the oldest segments while ``predicate`` holds; a segment compaction left
+        empty always qualifies, so it never blocks retention."""
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self.segments):
+            next_base = self._bases[i + 1] if i + 1 < len(self.segments) else None
+            upper = next_base if next_base is not None else self.log_end_offset
+            if segment is self.active_segment and segment.size == 0:
+                break
+            emptied = segment.size == 0
+            if upper > self.high_watermark or not (emptied or predicate(segment, next_base)):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return 0
+        if doomed[-1] is self.active_segment:
+            self._roll(self.log_end_offset)
+        for segment in doomed:
+            segment.delete()
+        del self.segments[: len(doomed)]
+        del self._bases[: len(doomed)]
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self.producer_state.delete_snapshots_below(self.log_start_offset)
+        self._write_offset_checkpoints()
+        return len(doomed)
+
+    # -- compaction ----------------------------------------------------------------------
+
+    def compact(self, now_ms: int | None = None) -> CompactionStats:
+        """Compact the cleanable segments (see cleaner.py for Kafka's rules)."""
+        return compact_log(self, self._now_ms() if now_ms is None else now_ms)
+
+    def replace_segment(self, old: LogSegment, cleaned: LogSegment) -> None:
+        """Swap a cleaned copy (same base offset and offsets) in for ``old``."""
+        position = self.segments.index(old)
+        self.segments[position] = old.swap_in(cleaned)
+
+    def segment_args(self) -> dict[str, int]:
+        return self._segment_args()
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def _write_offset_checkpoints(self) -> None:
+        _write_single(self.dir / RECOVERY_POINT_FILE, self.recovery_point)
+        _write_single(self.dir / LOG_START_FILE, self.log_start_offset)
+        _write_single(self.dir / HIGH_WATERMARK_FILE, self.high_watermark)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        self.producer_state.take_snapshot()
+        self._write_offset_checkpoints()
+        for segment in self.segments:
+            segment.close()
+        (self.dir / CLEAN_SHUTDOWN_FILE).touch()
+        self._closed = True
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.close()
+        self._closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _stage(staged: ProducerAppend, batch: RawBatch) -> None:
+    if not batch.is_control:
+        staged.append(batch)
+        return
+    control = decode_control_batch(batch)
+    if isinstance(control, TransactionMarker):
+        staged.append(batch, control.kind, control.coordinator_epoch)
+    elif isinstance(control, MirrorPidReset):
+        staged.append(batch, 7)
+    elif isinstance(control, UnknownControlRecord):
+        staged.append(batch, control.type_id)
+
+
+def _with_log_append_time(batch: RawBatch, offset: int, epoch: int, now_ms: int) -> bytes:
+    """Rewrite the batch for LogAppendTime: timestamp type bit, max timestamp, new CRC."""
+    buf = bytearray(batch.data)
+    _PREFIX.pack_into(buf, 0, offset, batch.batch_length, epoch)
+    struct.pack_into(">h", buf, _ATTRIBUTES_AT, batch.attributes | ATTR_TIMESTAMP_TYPE)
+    struct.pack_into(">q", buf, _MAX_TIMESTAMP_AT, now_ms)
+    struct.pack_into(">I", buf, _CRC_AT, crc32c.crc32c(memoryview(buf)[CRC_START:]))
+    return bytes(buf)
+
+
+def _epoch_or_none(header: BatchHeader) -> int | None:
+    return header.partition_leader_epoch if header.partition_leader_epoch >= 0 else None
+
+
+def _read_single(path: Path) -> int | None:
+    try:
+        entries = read_checkpoint(path, 1)
+    except CheckpointFormatError:
+        return None
+    return entries[0][0] if entries else None
+
+
+def _write_single(path: Path, value: int) -> None:
+    write_checkpoint(path, [(value,)])

@@ -1,0 +1,47 @@
+"""``partition.metadata``: the topic id a partition directory belongs to.
+
+Kafka writes ``version: 0`` and ``topic_id: <base64 url-safe uuid without padding>`` so a
+recreated topic of the same name never adopts an old directory.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import uuid
+from pathlib import Path
+
+FILE_NAME = "partition.metadata"
+
+
+class InconsistentTopicIdError(ValueError):
+    pass
+
+
+def encode_topic_id(topic_id: uuid.UUID) -> str:
+    return base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+
+
+def decode_topic_id(text: str) -> uuid.UUID:
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+def read_partition_metadata(directory: Path) -> uuid.UUID | None:
+    try:
+        text = (directory / FILE_NAME).read_text()
+    except FileNotFoundError:
+        return None
+    fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+    if fields.get("version", "").strip() != "0" or "topic_id" not in fields:
+        raise ValueError(f"{directory / FILE_NAME}: unsupported content")
+    return decode_topic_id(fields["topic_id"].strip())
+
+
+def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
+    path = directory / FILE_NAME
+    tmp = path.with_name(FILE_NAME + ".tmp")
+    with open(tmp, "w") as f:
+        f.write(f"version: 0\ntopic_id: {encode_topic_id(topic_id)}")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,452 @@
+"""One segment: ``<base offset>.log`` plus its ``.index``, ``.timeindex`` and ``.txnindex``.
+
+The ``.log`` file is the batches exactly as appended, back to back. The segment only
+reads batch headers (never records), so appends and reads cost the same however the
+records inside are compressed.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import crc32c
+from mirrorsim.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
+from mirrorsim.broker.log.txn_index import TransactionIndex
+from mirrorsim.protocol.records.raw_batch import (
+    CRC_START,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_V2,
+    RawBatch,
+)
+
+OFFSET_WIDTH = 20
+_SCAN_CHUNK = 1 << 16
+_IOV_MAX = 1024
+_INT32_MAX = 2**31 - 1
+NO_TIMESTAMP = -1
+
+
+def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
+    return directory / f"{base_offset:0{OFFSET_WIDTH}d}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    """Where a batch sits in the segment and the header fields the log decides on."""
+
+    position: int
+    size: int
+    base_offset: int
+    partition_leader_epoch: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+def parse_header(buf: bytes | memoryview, at: int, position: int) -> BatchHeader:
+    (
+        base_offset,
+        length,
+        epoch,
+        _magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        _base_ts,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records_count,
+    ) = HEADER.unpack_from(buf, at)
+    return BatchHeader(
+        position,
+        length + LOG_OVERHEAD,
+        base_offset,
+        epoch,
+        crc,
+        attributes,
+        last_offset_delta,
+        max_ts,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records_count,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AppendItem:
+    """One batch ready for the file: its bytes (possibly in pieces) and index facts."""
+
+    pieces: Sequence[bytes | memoryview]
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    records_count: int
+
+
+class LogSegment:
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_entries: int,
+        suffix: str = "",
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.log_path = segment_file(directory, base_offset, ".log" + suffix)
+        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self.size = os.fstat(self._fd).st_size
+        self.offset_index = OffsetIndex(
+            segment_file(directory, base_offset, ".index" + suffix), base_offset, max_index_entries
+        )
+        self.time_index = TimeIndex(
+            segment_file(directory, base_offset, ".timeindex" + suffix),
+            base_offset,
+            max_index_entries,
+        )
+        self.txn_index = TransactionIndex(
+            segment_file(directory, base_offset, ".txnindex" + suffix)
+        )
+        self.next_offset = base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = base_offset
+        self.rolling_timestamp: int | None = None
+        self._bytes_since_index_entry = 0
+
+    # -- opening -------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_entries: int,
+        suffix: str = "",
+    ) -> LogSegment:
+        segment = cls(
+            directory,
+            base_offset,
+            index_interval_bytes=index_interval_bytes,
+            max_index_entries=max_index_entries,
+            suffix=suffix,
+        )
+        if segment.size:
+            os.ftruncate(segment._fd, 0)
+            segment.size = 0
+        for stale in (segment.offset_index, segment.time_index, segment.txn_index):
+            stale.delete()
+        return segment
+
+    @classmethod
+    def load(
+        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, max_index_entries: int
+    ) -> LogSegment:
+        """Open a segment trusting its indexes; rebuild them if they fail a sanity check."""
+        segment = cls(
+            directory,
+            base_offset,
+            index_interval_bytes=index_interval_bytes,
+            max_index_entries=max_index_entries,
+        )
+        segment.txn_index = TransactionIndex.load(segment.txn_index.path)
+        try:
+            segment._load_indexes(max_index_entries)
+        except (CorruptIndexError, FileNotFoundError, struct.error):
+            segment.recover()
+        return segment
+
+    def _load_indexes(self, max_entries: int) -> None:
+        offset_index = OffsetIndex.load(self.offset_index.path, self.base_offset, max_entries)
+        time_index = TimeIndex.load(self.time_index.path, self.base_offset, max_entries)
+        last_offset, last_position = offset_index.last_entry
+        if last_position > self.size:
+            raise CorruptIndexError(f"{offset_index.path} points past the end of the log")
+        self.offset_index, self.time_index = offset_index, time_index
+        for timestamp, offset in time_index.entries()[-1:]:
+            self.max_timestamp, self.offset_of_max_timestamp = timestamp, offset
+        first = next(self.headers(), None)
+        self.rolling_timestamp = first.max_timestamp if first else None
+        self.next_offset = self.base_offset
+        tail_start = last_position
+        for header in self.headers(last_position):
+            if (
+                len(offset_index)
+                and header.position == last_position
+                and header.last_offset != last_offset
+            ):
+                raise CorruptIndexError(f"{offset_index.path} disagrees with the log")
+            self._note_batch(header.next_offset, header.max_timestamp, header.last_offset)
+        self._bytes_since_index_entry = self.size - tail_start
+
+    def recover(self, max_batch_size: int | None = None) -> int:
+        """Re-validate every batch (length and CRC32C), rebuild all indexes, and cut the
+        file at the first batch that fails. Returns the number of bytes truncated."""
+        self.offset_index.delete()
+        self.time_index.delete()
+        max_entries = self.offset_index.max_entries
+        self.offset_index = OffsetIndex(self.offset_index.path, self.base_offset, max_entries)
+        self.time_index = TimeIndex(self.time_index.path, self.base_offset, max_entries)
+        self.next_offset = self.base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self.rolling_timestamp = None
+        self._bytes_since_index_entry = 0
+        position = 0
+        while position < self.size:
+            batch = self._read_valid_batch(position, max_batch_size)
+            if batch is None:
+                break
+            self._index_batch(position, batch.size, batch.last_offset, batch.max_timestamp)
+            position += batch.size
+        truncated = self.size - position
+        if truncated:
+            os.ftruncate(self._fd, position)
+            self.size = position
+        self.txn_index.truncate_to(self.next_offset)
+        self.flush_indexes(fsync=True)
+        return truncated
+
+    def _read_valid_batch(self, position: int, max_batch_size: int | None) -> RawBatch | None:
+        head = os.pread(self._fd, HEADER_SIZE, position)
+        if len(head) < HEADER_SIZE:
+            return None
+        base_offset, length, _epoch, magic, crc = struct.unpack_from(">qiibI", head)
+        size = length + LOG_OVERHEAD
+        if (
+            magic != MAGIC_V2
+            or size < HEADER_SIZE
+            or position + size > self.size
+            or base_offset < self.next_offset
+            or (max_batch_size is not None and size > max_batch_size)
+        ):
+            return None
+        data = os.pread(self._fd, size, position)
+        if len(data) != size or crc32c.crc32c(memoryview(data)[CRC_START:]) != crc:
+            return None
+        batch = RawBatch.from_bytes(data)
+        if batch.last_offset_delta < 0 or batch.last_offset - self.base_offset > _INT32_MAX:
+            return None
+        return batch
+
+    # -- appending -----------------------------------------------------------------------
+
+    def append(self, items: Sequence[AppendItem]) -> None:
+        pieces = [piece for item in items for piece in item.pieces]
+        if len(pieces) <= _IOV_MAX:
+            written = os.writev(self._fd, pieces)
+            if written != sum(item.size for item in items):
+                self._write_remainder(pieces, written)
+        else:
+            for start in range(0, len(pieces), _IOV_MAX):
+                chunk = pieces[start : start + _IOV_MAX]
+                written = os.writev(self._fd, chunk)
+                if written != sum(len(p) for p in chunk):
+                    self._write_remainder(chunk, written)
+        for item in items:
+            self._index_batch(self.size, item.size, item.last_offset, item.max_timestamp)
+            self.size += item.size
+
+    def _write_remainder(self, chunk: Sequence[bytes | memoryview], written: int) -> None:
+        rest = b"".join(bytes(p) for p in chunk)[written:]
+        while rest:
+            rest = rest[os.write(self._fd, rest) :]
+
+    def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
+        if self.rolling_timestamp is None:
+            self.rolling_timestamp = max_timestamp
+        self._note_batch(last_offset + 1, max_timestamp, last_offset)
+        if self._bytes_since_index_entry > self.index_interval_bytes:
+            self.offset_index.append(last_offset, position)
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self._bytes_since_index_entry = 0
+        self._bytes_since_index_entry += size
+
+    def _note_batch(self, next_offset: int, max_timestamp: int, last_offset: int) -> None:
+        self.next_offset = next_offset
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp = max_timestamp
+            self.offset_of_max_timestamp = last_offset
+
+    def can_hold(self, last_offset: int) -> bool:
+        """Whether ``last_offset`` still fits the index's int32 relative offsets."""
+        return last_offset - self.base_offset <= _INT32_MAX
+
+    def on_become_inactive(self) -> None:
+        """A rolled segment records its final max timestamp, as Kafka does on roll."""
+        if self.max_timestamp != NO_TIMESTAMP:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.flush_indexes(fsync=False)
+
+    # -- reading -------------------------------------------------------------------------
+
+    def read_at(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def headers(
+        self, start_position: int = 0, end_position: int | None = None
+    ) -> Iterator[BatchHeader]:
+        """Batch headers from ``start_position`` on, reading the file in large chunks."""
+        end = self.size if end_position is None else end_position
+        position = start_position
+        while position + HEADER_SIZE <= end:
+            chunk = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
+            at = 0
+            while at + HEADER_SIZE <= len(chunk):
+                header = parse_header(chunk, at, position + at)
+                if header.size < HEADER_SIZE or header.position + header.size > end:
+                    return
+                yield header
+                at += header.size
+            position += at
+
+    def batches(self, start_position: int = 0) -> Iterator[RawBatch]:
+        for header in self.headers(start_position):
+            yield RawBatch.from_bytes(self.read_at(header.position, header.size))
+
+    def translate_offset(self, offset: int) -> BatchHeader | None:
+        """The first batch whose last offset is ≥ ``offset``."""
+        _, position = self.offset_index.lookup(offset)
+        for header in self.headers(position):
+            if header.last_offset >= offset:
+                return header
+        return None
+
+    def read(
+        self, start_offset: int, max_bytes: int, *, max_offset: int | None, min_one_batch: bool
+    ) -> tuple[bytes, int] | None:
+        """Whole batches from the batch holding ``start_offset``: (bytes, its base offset)."""
+        first = self.translate_offset(start_offset)
+        if first is None or (max_offset is not None and first.last_offset >= max_offset):
+            return None
+        if first.size > max_bytes:
+            if not min_one_batch:
+                return None
+            return self.read_at(first.position, first.size), first.base_offset
+        data = self.read_at(first.position, min(max_bytes, self.size - first.position))
+        end = _whole_batches_end(data, max_offset)
+        return data[:end], first.base_offset
+
+    # -- truncation, flushing, lifecycle ---------------------------------------------------
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is ≥ ``offset``; returns bytes removed."""
+        first_removed = self.translate_offset(offset)
+        if first_removed is None:
+            return 0
+        position = first_removed.position
+        removed = self.size - position
+        os.ftruncate(self._fd, position)
+        self.size = position
+        self.offset_index.truncate_to_position(position)
+        self.time_index.truncate_to_offset(first_removed.base_offset)
+        self.txn_index.truncate_to(first_removed.base_offset)
+        self._rescan_after_truncation()
+        return removed
+
+    def _rescan_after_truncation(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = self.base_offset
+        self.rolling_timestamp = None
+        _, last_position = self.offset_index.last_entry
+        for header in self.headers():
+            if self.rolling_timestamp is None:
+                self.rolling_timestamp = header.max_timestamp
+            self._note_batch(header.next_offset, header.max_timestamp, header.last_offset)
+        self._bytes_since_index_entry = (
+            self.size - last_position if len(self.offset_index) else self.size
+        )
+
+    def largest_timestamp(self) -> int:
+        """The newest record timestamp, or the file's mtime when no batch carries one."""
+        if self.max_timestamp != NO_TIMESTAMP:
+            return self.max_timestamp
+        return int(os.fstat(self._fd).st_mtime * 1000)
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+        self.flush_indexes(fsync=True)
+
+    def flush_indexes(self, *, fsync: bool) -> None:
+        self.offset_index.flush(fsync=fsync)
+        self.time_index.flush(fsync=fsync)
+        self.txn_index.flush(fsync=fsync)
+
+    def close(self) -> None:
+        """Closing records the final max timestamp in the time index, as Kafka does."""
+        if self._fd >= 0:
+            if self.max_timestamp != NO_TIMESTAMP:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.flush_indexes(fsync=False)
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+        for index in (self.offset_index, self.time_index, self.txn_index):
+            index.delete()
+        self.log_path.unlink(missing_ok=True)
+
+    def swap_in(self, cleaned: LogSegment) -> LogSegment:
+        """Replace this segment's files by ``cleaned`` (same base offset), crash-safely.
+
+        The old indexes are removed first and the log file is replaced atomically, so a
+        crash at any point leaves a log file with either its own indexes or none (which
+        are then rebuilt on open). The aborted-transaction index carries over unchanged.
+        """
+        cleaned.flush()
+        self.offset_index.delete()
+        self.time_index.delete()
+        os.replace(cleaned.log_path, self.log_path)
+        cleaned.log_path = self.log_path
+        cleaned.offset_index.rename(self.offset_index.path)
+        cleaned.time_index.rename(self.time_index.path)
+        cleaned.txn_index = self.txn_index
+        os.close(self._fd)
+        self._fd = -1
+        return cleaned
+
+
+def _whole_batches_end(data: bytes, max_offset: int | None) -> int:
+    """Length of the prefix of ``data`` made of whole batches ending below ``max_offset``."""
+    end = 0
+    while end + HEADER_SIZE <= len(data):
+        base_offset, length = struct.unpack_from(">qi", data, end)
+        last_offset_delta = struct.unpack_from(">i", data, end + 23)[0]
+        size = length + LOG_OVERHEAD
+        if end + size > len(data):
+            break
+        if max_offset is not None and base_offset + last_offset_delta >= max_offset:
+            break
+        end += size
+    return end

@@ -1,0 +1,189 @@
+"""Compaction: latest value per key, offsets and gaps kept, tombstone and marker
+horizons, aborted transactions, the active segment and the LSO left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mirrorsim.broker.log import AppendOrigin, InvalidRecordError, LogConfig, PartitionLog
+from mirrorsim.protocol.records import (
+    ControlRecordType,
+    RawBatch,
+    Record,
+    build_batch,
+    build_control_batch,
+    decode_records,
+)
+
+DAY = 86_400_000
+
+
+def compacted_log(path: Path, **overrides: object) -> PartitionLog:
+    settings: dict[str, object] = {
+        "cleanup_policy": "compact",
+        "segment_bytes": 300,
+        "min_cleanable_dirty_ratio": 0.0,
+        "delete_retention_ms": DAY,
+    }
+    settings.update(overrides)
+    return PartitionLog.open(path, LogConfig(**settings))  # type: ignore[arg-type]
+
+
+def put(log: PartitionLog, key: bytes, value: bytes | None, **producer: int | bool) -> int:
+    batch = build_batch([Record(0, 1_000, key, value)], **producer)  # type: ignore[arg-type]
+    offset = log.append_as_leader([batch], leader_epoch=0).first_offset
+    log.update_high_watermark(log.log_end_offset)
+    return offset
+
+
+def contents(log: PartitionLog) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [
+        (r.offset, r.key, r.value)
+        for b in log.batches()
+        if not b.is_control
+        for r in decode_records(b)
+    ]
+
+
+def test_keeps_latest_value_per_key_and_offsets(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    for round_ in range(4):
+        for key in (b"a", b"b", b"c"):
+            put(log, key, b"%s%d" % (key, round_))
+    active_before = log.active_segment.base_offset
+    stats = log.compact(now_ms=0)
+    assert stats.segments_cleaned > 0
+    records = contents(log)
+    cleaned = [r for r in records if r[0] < active_before]
+    latest = {key: value for _, key, value in records}
+    assert latest == {b"a": b"a3", b"b": b"b3", b"c": b"c3"}
+    keys_below = [key for _, key, _ in cleaned]
+    assert len(keys_below) == len(set(keys_below))
+    assert [o for o, _, _ in records] == sorted(o for o, _, _ in records)
+    assert log.log_end_offset == 12
+    assert log.read(0, 10_000).first_offset == records[0][0]
+
+
+def test_active_segment_and_unstable_data_are_not_cleaned(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0", segment_bytes=10_000)
+    for i in range(5):
+        put(log, b"k", b"%d" % i)
+    assert log.compact(now_ms=0).segments_cleaned == 0
+    assert len(contents(log)) == 5
+
+
+def test_tombstones_stay_until_delete_horizon(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    put(log, b"gone", b"value")
+    put(log, b"gone", None)
+    for i in range(8):
+        put(log, b"other", b"%d" % i)
+    log.compact(now_ms=1_000)
+    assert (b"gone", None) in [(k, v) for _, k, v in contents(log)]
+    tombstone_batch = next(
+        b for b in log.batches() if any(r.key == b"gone" for r in decode_records(b))
+    )
+    assert tombstone_batch.has_delete_horizon and tombstone_batch.base_timestamp == 1_000 + DAY
+    assert tombstone_batch.is_valid()
+    assert [r.timestamp for r in decode_records(tombstone_batch)] == [1_000]
+    log.compact(now_ms=1_000 + DAY - 1)
+    assert b"gone" in [k for _, k, _ in contents(log)]
+    stats = log.compact(now_ms=1_000 + DAY)
+    assert stats.tombstones_removed == 1
+    assert b"gone" not in [k for _, k, _ in contents(log)]
+
+
+def test_aborted_records_and_spent_markers_go(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    txn = {"producer_id": 7, "producer_epoch": 0, "is_transactional": True}
+    put(log, b"t", b"aborted", base_sequence=0, **txn)
+    abort = build_control_batch(
+        ControlRecordType.ABORT, producer_id=7, producer_epoch=0, timestamp=5
+    )
+    log.append_as_leader([abort], leader_epoch=0, origin=AppendOrigin.COORDINATOR)
+    put(log, b"t", b"committed", base_sequence=1, **txn)
+    commit = build_control_batch(
+        ControlRecordType.COMMIT, producer_id=7, producer_epoch=0, timestamp=5
+    )
+    log.append_as_leader([commit], leader_epoch=0, origin=AppendOrigin.COORDINATOR)
+    for i in range(8):
+        put(log, b"filler", b"%d" % i)
+    stats = log.compact(now_ms=0)
+    assert stats.aborted_records_removed == 1
+    assert [v for _, k, v in contents(log) if k == b"t"] == [b"committed"]
+    markers = [b for b in log.batches() if b.is_control]
+    assert len(markers) == 2
+    put(log, b"t", b"newer")
+    for i in range(8):
+        put(log, b"filler", b"x%d" % i)
+    log.compact(now_ms=0)
+    log.compact(now_ms=2 * DAY)
+    assert not [b for b in log.batches() if b.is_control and b.base_offset < 4]
+
+
+def test_last_batch_of_a_producer_survives_empty(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    put(log, b"k", b"from-producer", producer_id=3, producer_epoch=0, base_sequence=0)
+    for i in range(8):
+        put(log, b"k", b"%d" % i)
+    log.compact(now_ms=0)
+    first = next(log.batches())
+    assert (first.base_offset, first.producer_id, first.records_count) == (0, 3, 0)
+    assert first.is_valid()
+    log.close()
+    reopened = compacted_log(tmp_path / "c-0")
+    assert reopened.producer_state.producers[3].last_seq == 0
+    reopened.close()
+
+
+def test_compacted_topic_refuses_keyless_records(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    with pytest.raises(InvalidRecordError):
+        log.append_as_leader([build_batch([Record(0, 1, None, b"v")])], leader_epoch=0)
+
+
+def test_cleaned_log_survives_reopen_and_crash(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0")
+    for i in range(20):
+        put(log, b"k%d" % (i % 3), b"%d" % i)
+    log.compact(now_ms=0)
+    before: list[RawBatch] = list(log.batches())
+    log.close()
+    (tmp_path / "c-0" / ".kafka_cleanshutdown").unlink()
+    (tmp_path / "c-0" / "recovery-point-offset-checkpoint").unlink()
+    reopened = compacted_log(tmp_path / "c-0")
+    assert [b.data for b in reopened.batches()] == [b.data for b in before]
+    reopened.close()
+
+
+def test_segment_emptied_by_compaction_does_not_block_retention(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0", cleanup_policy="compact,delete", retention_ms=-1)
+    for i in range(12):
+        put(log, b"k", b"%d" % i)
+    log.compact(now_ms=0)
+    assert log.segments[0].size == 0
+    expected_start = log.segments[2].base_offset
+    log.update_config(
+        LogConfig(
+            cleanup_policy="compact,delete",
+            segment_bytes=300,
+            retention_ms=-1,
+            retention_bytes=log.size_in_bytes - log.segments[1].size,
+        )
+    )
+    assert log.delete_old_segments(now_ms=0) == 2
+    assert log.log_start_offset == expected_start
+
+
+def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
+    log = compacted_log(tmp_path / "c-0", min_cleanable_dirty_ratio=0.5)
+    for i in range(12):
+        put(log, b"k%d" % (i % 2), b"%d" % i)
+    assert log.compact(now_ms=0).segments_cleaned > 0
+    assert log.compact(now_ms=0).segments_cleaned == 0
+    log.truncate_to(2)
+    for i in range(12):
+        put(log, b"k%d" % (i % 2), b"again%d" % i)
+    assert log.compact(now_ms=0).segments_cleaned > 0
+    assert {k: v for _, k, v in contents(log)} == {b"k0": b"again10", b"k1": b"again11"}
