@@ -3,8 +3,8 @@
 The session cache (KIP-227) turns the request into the set of partitions to read and,
 afterwards, into the set of partitions to answer; the replica manager does the reading and
 the waiting. v13+ names topics by id; an id this broker does not know is answered with
-UNKNOWN_TOPIC_ID for that partition. v19 adds the mirror leader epoch (KIP-1279), which is
--1 until the partition is mirrored.
+UNKNOWN_TOPIC_ID for that partition. v19 adds the mirror leader epoch (KIP-1279): the
+latest epoch in a mirror partition's log, -1 for other partitions.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import (
@@ -174,11 +175,23 @@ def _partition_data(
         ],
         "preferred_read_replica": -1,
         "records": outcome.records,
+        "mirror_leader_epoch": _mirror_leader_epoch(manager, key),
     }
     if outcome.diverging_epoch is not None:
         epoch, end_offset = outcome.diverging_epoch
         data["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
     return data
+
+
+def _mirror_leader_epoch(manager: ReplicaManager, key: FetchKey) -> int:
+    """The latest epoch in a mirror partition's log (spec "Mirror Leader Epoch"): its
+    followers check fetched batches against it, since the batches carry the source
+    cluster's epochs rather than this cluster's leader epoch. -1 for other partitions."""
+    partition = manager.partition(key.topic, key.partition)
+    if not partition.state.configs.get(MIRROR_NAME):
+        return -1
+    latest = partition.log.latest_epoch
+    return -1 if latest is None else latest
 
 
 def _current_leader(manager: ReplicaManager, key: FetchKey) -> dict[str, int]:

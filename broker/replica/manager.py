@@ -12,17 +12,21 @@ the ``KafkaError`` in place of the data so the handler can answer partition by p
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.errors import DuplicateSequenceError, LogError
 from mirrorsim.broker.log.log_manager import LogManager
+from mirrorsim.broker.log.results import AppendInfo, AppendOrigin
 from mirrorsim.broker.replica.fetch_session import FetchKey, FetchSessionCache, PartitionFetch
+from mirrorsim.broker.replica.follower_fetcher import ReplicaFetcherManager
 from mirrorsim.broker.replica.partition import (
     READ_COMMITTED,
     AppendResult,
@@ -38,6 +42,7 @@ from mirrorsim.broker.replica.validation import (
     validate_client_batches,
 )
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +83,8 @@ class OffsetAndTimestamp:
 
 
 FetchOutcome = PartitionRead | KafkaError
+AlterIsr = Callable[[PartitionState, tuple[int, ...]], Awaitable[None]]
+"""Writes a leader's ISR change through the metadata store (AlterPartition)."""
 
 
 class ReplicaManager:
@@ -99,6 +106,16 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(clock=clock)
         directory = data_dir if data_dir is not None else Path(log_manager.data_dir)
         self.producer_ids = ProducerIdAllocator(directory, broker_id)
+        self.mirror_write_fence: set[tuple[str, int]] = set()
+        """Mirror partitions between leaving the mirror and STOPPED: still read-only."""
+        self.fetchers: ReplicaFetcherManager | None = None
+        self._alter_isr: AlterIsr | None = None
+        self._isr_changes: dict[tuple[str, int], asyncio.Task[None]] = {}
+
+    def enable_replication(self, fetchers: ReplicaFetcherManager, alter_isr: AlterIsr) -> None:
+        """Follow remote leaders with ``fetchers``; write ISR changes with ``alter_isr``."""
+        self.fetchers = fetchers
+        self._alter_isr = alter_isr
 
     async def start(self) -> None:
         self._stopping = False
@@ -107,6 +124,10 @@ class ReplicaManager:
         """Complete every parked request now; they answer with what they have."""
         self._stopping = True
         self._purgatory.notify_all()
+        if self.fetchers is not None:
+            await self.fetchers.stop()
+        for change in list(self._isr_changes.values()):
+            change.cancel()
 
     # -- metadata ---------------------------------------------------------------------
 
@@ -132,11 +153,18 @@ class ReplicaManager:
                 partition.log.update_config(LogConfig.from_topic_config(state.configs))
             partition.apply_state(state)
         self._topic_ids[state.topic] = state.topic_id
+        if self.fetchers is not None:
+            if partition.is_follower:
+                self.fetchers.follow(partition)
+            else:
+                self.fetchers.unfollow(state.topic, state.partition)
         self._purgatory.notify(key)
 
     async def remove_partition(self, topic: str, partition: int, *, delete: bool = True) -> None:
         key = (topic, partition)
         removed = self._partitions.pop(key, None)
+        if self.fetchers is not None:
+            self.fetchers.unfollow(topic, partition)
         if removed is not None and delete:
             self._log_manager.delete(topic, partition)
         if not any(t == topic for t, _ in self._partitions):
@@ -175,6 +203,10 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
         target = self.partition(topic, partition)
         target.check_writable(required_acks)
+        if (topic, partition) in self.mirror_write_fence:
+            raise KafkaError(
+                ErrorCode.READ_ONLY_TOPIC, f"Mirror partition {topic}-{partition} is stopping"
+            )
         now = self._clock()
         policy = TimestampPolicy.from_topic_config(target.state.configs)
         batches = validate_client_batches(split_produced_batches(records), policy, now)
@@ -212,9 +244,9 @@ class ReplicaManager:
         Kafka answers at once when the wait is zero, when nothing is asked, when enough bytes
         are ready, or when any partition has an error or a diverging epoch.
         """
-        if params.is_from_follower:
-            self._record_follower_fetches(params.replica_id, partitions)
         outcomes = self._read_all(params, partitions)
+        if params.is_from_follower:
+            outcomes = self._record_follower_fetches(params.replica_id, partitions, outcomes)
         if params.max_wait_ms <= 0 or not partitions or _satisfied(outcomes, params.min_bytes):
             return outcomes
 
@@ -230,17 +262,70 @@ class ReplicaManager:
         return outcomes
 
     def _record_follower_fetches(
-        self, replica_id: int, partitions: Mapping[FetchKey, PartitionFetch]
-    ) -> None:
+        self,
+        replica_id: int,
+        partitions: Mapping[FetchKey, PartitionFetch],
+        outcomes: dict[FetchKey, FetchOutcome],
+    ) -> dict[FetchKey, FetchOutcome]:
+        """Count a follower's fetch offset as its log end offset, as Kafka does, but only
+        for reads that passed epoch fencing and found no divergence (a diverged log proves
+        nothing). The answer carries the high watermark the fetch itself may have moved."""
         for key, fetch in partitions.items():
+            outcome = outcomes.get(key)
             found = self._partitions.get((key.topic, key.partition))
             if (
-                found is not None
-                and found.is_leader
-                and replica_id in found.followers
-                and found.record_follower_fetch(replica_id, fetch.fetch_offset)
+                not isinstance(outcome, PartitionRead)
+                or outcome.diverging_epoch is not None
+                or found is None
+                or not found.is_leader
+                or replica_id not in found.followers
             ):
+                continue
+            if found.record_follower_fetch(replica_id, fetch.fetch_offset):
                 self._purgatory.notify((key.topic, key.partition))
+                outcomes[key] = dataclasses.replace(
+                    outcome,
+                    high_watermark=found.high_watermark,
+                    last_stable_offset=found.last_stable_offset,
+                )
+            self._maybe_change_isr(found, found.isr_to_expand())
+        return outcomes
+
+    # -- ISR --------------------------------------------------------------------------
+
+    def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
+        """Kafka's ISR expiration: drop followers that have not caught up for too long."""
+        for partition in list(self._partitions.values()):
+            self._maybe_change_isr(partition, partition.isr_to_shrink(lag_time_max_ms))
+
+    def _maybe_change_isr(self, partition: Partition, new_isr: tuple[int, ...] | None) -> None:
+        """Write one ISR change at a time per partition; the metadata refresh applies it."""
+        key = (partition.topic, partition.index)
+        if new_isr is None or self._alter_isr is None or key in self._isr_changes:
+            return
+        change = asyncio.get_running_loop().create_task(
+            self._alter_isr(partition.state, new_isr), name=f"alter ISR {key}"
+        )
+        self._isr_changes[key] = change
+        change.add_done_callback(lambda _: self._isr_changes.pop(key, None))
+
+    # -- follower side ----------------------------------------------------------------
+
+    def append_follower_records(
+        self,
+        topic: str,
+        partition: int,
+        batches: list[RawBatch],
+        leader_high_watermark: int,
+        leader_log_start_offset: int,
+    ) -> None:
+        """A follower fetcher's data: append unchanged, follow the leader's high watermark."""
+        target = self.partition(topic, partition)
+        try:
+            target.append_as_follower(batches, leader_high_watermark, leader_log_start_offset)
+        except LogError as exc:
+            raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        self._purgatory.notify((topic, partition))
 
     def _read_all(
         self, params: FetchParams, partitions: Mapping[FetchKey, PartitionFetch]
@@ -344,6 +429,51 @@ class ReplicaManager:
             )
         target.log.maybe_increment_log_start_offset(offset)
         return target.log_start_offset
+
+
+    # -- mirroring hooks (used by mirrorsim.coordinator and mirrorsim.fetcher) ------------
+
+    def append_mirror_batches(
+        self, topic: str, partition: int, batches: list[RawBatch]
+    ) -> AppendInfo:
+        """Append a source cluster's batches unchanged (offsets, epochs, bytes, producers).
+
+        The destination leader acts as the source's follower, so this is the follower
+        append; compaction on the source leaves offset gaps, which are kept.
+        """
+        target = self.partition(topic, partition)
+        try:
+            info = target.log.append_as_follower(batches, allow_gaps=True)
+        except LogError as exc:
+            raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        target.maybe_increment_high_watermark()
+        self._purgatory.notify((topic, partition))
+        return info
+
+    def append_internal(self, topic: str, partition: int, batches: list[RawBatch]) -> AppendInfo:
+        """Append as leader on behalf of the broker itself (control and state records)."""
+        target = self.partition(topic, partition)
+        target.check_leader_epoch(-1, require_leader=True)
+        try:
+            info = target.log.append_as_leader(
+                batches, target.leader_epoch, now_ms=self._clock(), origin=AppendOrigin.COORDINATOR
+            )
+        except LogError as exc:
+            raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        target.maybe_increment_high_watermark()
+        self._purgatory.notify((topic, partition))
+        return info
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
+        """Cut the log at ``offset`` (a straddling batch goes whole); True if anything went."""
+        target = self.partition(topic, partition)
+        removed = target.log.truncate_to(offset)
+        self._purgatory.notify((topic, partition))
+        return removed
+
+    def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
+        self.partition(topic, partition).log.truncate_fully_and_start_at(offset)
+        self._purgatory.notify((topic, partition))
 
 
 def _satisfied(outcomes: Mapping[FetchKey, FetchOutcome], min_bytes: int) -> bool:

@@ -14,6 +14,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.log.errors import OffsetOutOfRangeError
 from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.replica.fetch_session import PartitionFetch
@@ -52,10 +53,17 @@ class PartitionRead:
 
 @dataclass(slots=True)
 class ReplicaProgress:
-    """What the leader knows of a follower from its fetches."""
+    """What the leader knows of a follower from its fetches.
+
+    ``last_caught_up_ms`` is Kafka's ``lastCaughtUpTimeMs``: the last time the follower had
+    fetched up to the leader's log end offset (as of then, or as of its previous fetch);
+    the ISR drops a follower whose catch-up time is older than ``replica.lag.time.max.ms``.
+    """
 
     log_end_offset: int = -1
     last_fetch_ms: int = -1
+    last_fetch_leader_log_end_offset: int = -1
+    last_caught_up_ms: int = -1
 
 
 @dataclass(slots=True)
@@ -99,21 +107,46 @@ class Partition:
         return self.log.last_stable_offset
 
     def apply_state(self, state: PartitionState) -> bool:
-        """Take a new metadata state; True when leadership or the ISR changed."""
+        """Take a new metadata state; True when leadership or the ISR changed.
+
+        A new leader term starts from scratch, as in Kafka's ``makeLeader``: the epoch's
+        start offset is the log end offset, follower progress from an earlier term is
+        forgotten, and ISR members count as caught up now so they are not dropped at once.
+        A mirror partition's log carries the source cluster's epochs, which this cluster's
+        leader epoch must not overwrite.
+        """
         changed = (state.leader, state.leader_epoch, state.isr) != (
             self.state.leader,
             self.state.leader_epoch,
             self.state.isr,
         )
+        new_term = state.leader_epoch != self.state.leader_epoch or not self.followers
         self.state = state
-        self.followers = {
-            replica: self.followers.get(replica, ReplicaProgress())
-            for replica in state.replicas
-            if replica != self.broker_id
-        }
+        if self.is_leader and new_term:
+            now = self.clock()
+            self.followers = {
+                replica: ReplicaProgress(last_caught_up_ms=now if replica in state.isr else -1)
+                for replica in state.replicas
+                if replica != self.broker_id
+            }
+            latest = self.log.latest_epoch
+            if not state.configs.get(MIRROR_NAME) and (
+                latest is None or state.leader_epoch > latest
+            ):
+                self.log.epoch_cache.assign(state.leader_epoch, self.log_end_offset)
+        else:
+            self.followers = {
+                replica: self.followers.get(replica, ReplicaProgress())
+                for replica in state.replicas
+                if replica != self.broker_id
+            }
         if self.is_leader:
             self.maybe_increment_high_watermark()
         return changed
+
+    @property
+    def is_follower(self) -> bool:
+        return not self.is_leader and self.state.leader >= 0
 
     def check_leader_epoch(self, current_leader_epoch: int, *, require_leader: bool) -> None:
         """Kafka's leader-epoch fencing for requests that carry the caller's view."""
@@ -173,9 +206,71 @@ class Partition:
                 ErrorCode.NOT_LEADER_OR_FOLLOWER,
                 f"Broker {replica_id} is not a replica of {self.topic}-{self.index}",
             )
+        now = self.clock()
+        if fetch_offset >= self.log_end_offset:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, now)
+        elif fetch_offset >= progress.last_fetch_leader_log_end_offset:
+            progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
         progress.log_end_offset = fetch_offset
-        progress.last_fetch_ms = self.clock()
+        progress.last_fetch_ms = now
+        progress.last_fetch_leader_log_end_offset = self.log_end_offset
         return self.maybe_increment_high_watermark()
+
+    # -- ISR (leader side) -------------------------------------------------------------
+
+    def isr_to_expand(self) -> tuple[int, ...] | None:
+        """The ISR with every caught-up follower added, or None when nobody qualifies.
+
+        Kafka's rule: a follower rejoins once its log end offset reaches the high
+        watermark and the start of the current leader epoch.
+        """
+        if not self.is_leader:
+            return None
+        epoch_start = self._current_epoch_start()
+        joining = [
+            replica
+            for replica, progress in self.followers.items()
+            if replica not in self.state.isr
+            and progress.log_end_offset >= self.high_watermark
+            and progress.log_end_offset >= epoch_start
+        ]
+        return (*self.state.isr, *sorted(joining)) if joining else None
+
+    def isr_to_shrink(self, lag_time_max_ms: int) -> tuple[int, ...] | None:
+        """The ISR without followers that have not caught up for ``lag_time_max_ms``."""
+        if not self.is_leader:
+            return None
+        now = self.clock()
+        lagging = {
+            replica
+            for replica in self.state.isr
+            if replica != self.broker_id
+            and (progress := self.followers.get(replica)) is not None
+            and now - progress.last_caught_up_ms > lag_time_max_ms
+        }
+        return tuple(r for r in self.state.isr if r not in lagging) if lagging else None
+
+    def _current_epoch_start(self) -> int:
+        for entry in reversed(self.log.epoch_cache.epoch_entries):
+            if entry.epoch <= self.leader_epoch:
+                return entry.start_offset
+        return 0
+
+    # -- follower side ------------------------------------------------------------------
+
+    def append_as_follower(
+        self, batches: list[RawBatch], leader_high_watermark: int, leader_log_start_offset: int
+    ) -> None:
+        """Append what the leader sent (bytes unchanged), then follow its high watermark."""
+        if batches:
+            self.log.append_as_follower(batches)
+        self.update_follower_high_watermark(leader_high_watermark)
+        if 0 <= leader_log_start_offset <= self.high_watermark:
+            self.log.maybe_increment_log_start_offset(leader_log_start_offset)
+
+    def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
+        if leader_high_watermark >= 0:
+            self.log.update_high_watermark(min(leader_high_watermark, self.log_end_offset))
 
     def is_acknowledged(self, last_offset: int) -> bool:
         """acks=all: the ISR has everything up to ``last_offset``."""

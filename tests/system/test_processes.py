@@ -1,0 +1,149 @@
+"""Brokers as OS processes: the supervisor, SIGTERM/SIGKILL, restarts, ``up --processes``.
+
+The helpers here (``SYSTEM_CONFIGS``, ``partition_row``) serve the other system tests of
+replication too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mirrorsim.broker.cluster import ClusterSpec
+from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.supervisor import ProcessCluster
+from mirrorsim.client import Admin
+
+pytestmark = pytest.mark.system
+
+SYSTEM_CONFIGS: dict[str, Any] = {
+    "broker.heartbeat.interval.ms": 200,
+    "broker.session.timeout.ms": 2000,
+    "metadata.refresh.interval.ms": 100,
+    "replica.fetch.wait.max.ms": 100,
+    "replica.fetch.backoff.ms": 100,
+    "replica.lag.time.max.ms": 3000,
+    "shutdown.drain.timeout.ms": 1000,
+}
+
+
+@contextlib.asynccontextmanager
+async def process_clusters(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    """A starter of broker-process clusters in ``tmp_path``; all are stopped on exit."""
+    started: list[ProcessCluster] = []
+
+    async def start(brokers: int = 3, **options: Any) -> ProcessCluster:
+        spec = ClusterSpec(
+            name="primary", data_dir=tmp_path / "primary", brokers=brokers, configs=SYSTEM_CONFIGS
+        )
+        cluster = ProcessCluster(spec, **options)
+        await cluster.start()
+        started.append(cluster)
+        return cluster
+
+    try:
+        yield start
+    finally:
+        for cluster in started:
+            await cluster.stop()
+
+
+@pytest.fixture
+async def process_cluster(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
+    async with process_clusters(tmp_path) as start:
+        yield start
+
+
+def partition_row(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionAssignment:
+    """The partition as the shared metadata database has it right now."""
+    store = MetadataStore.open(cluster.spec.effective_metadata_url)
+    try:
+        return store.topics([topic])[topic].partitions[partition]
+    finally:
+        store.close()
+
+
+async def live_broker_ids(cluster: ProcessCluster) -> set[int]:
+    async with Admin(bootstrap=cluster.bootstrap) as admin:
+        description = await admin.describe_cluster()
+    return {b.node_id for b in description.brokers}
+
+
+async def test_sigterm_stops_a_broker_cleanly_and_restart_keeps_its_port(
+    process_cluster: Callable[..., Any], wait_for: Any
+) -> None:
+    cluster = await process_cluster()
+    assert await live_broker_ids(cluster) == {1, 2, 3}
+    port = cluster.brokers[2].port
+    assert await cluster.kill(2, signal.SIGTERM) == 0
+    assert 2 not in await live_broker_ids(cluster)
+    await cluster.restart(2)
+    assert cluster.brokers[2].port == port
+    await wait_for(
+        lambda: _contains(live_broker_ids(cluster), 2), timeout=10, message="broker 2 back"
+    )
+
+
+async def _contains(ids: Any, broker_id: int) -> bool:
+    return broker_id in await ids
+
+
+async def test_supervisor_restarts_a_crashed_broker(
+    process_cluster: Callable[..., Any], wait_for: Any
+) -> None:
+    cluster = await process_cluster(brokers=1, restart_on_crash=True, restart_backoff_s=0.1)
+    first_pid = cluster.brokers[1].pid
+    assert first_pid is not None
+    os.kill(first_pid, signal.SIGKILL)
+    await wait_for(
+        lambda: cluster.brokers[1].pid != first_pid and cluster.brokers[1].running,
+        timeout=30,
+        message="a new broker process",
+    )
+    assert await live_broker_ids(cluster) == {1}
+
+
+async def test_up_processes_prints_ready_and_stops_on_sigterm(
+    tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    config = tmp_path / "mirrorsim.toml"
+    config.write_text(
+        f"""
+[cluster.primary]
+brokers = 2
+port = 0
+data_dir = "{tmp_path / "primary"}"
+"""
+    )
+    command = [
+        sys.executable,
+        "-c",
+        "from mirrorsim.cli.main import cli; cli()",
+        "up",
+        "--config",
+        str(config),
+        "--processes",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        ready = await asyncio.to_thread(proc.stdout.readline)
+        assert ready.startswith("cluster primary ready bootstrap=127.0.0.1:")
+        assert len(ready.split("=", 1)[1].split(",")) == 2
+        proc.send_signal(signal.SIGTERM)
+        out, err = await asyncio.to_thread(proc.communicate, timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0, err
+    assert out.strip() == "all clusters stopped"
