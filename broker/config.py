@@ -300,6 +300,42 @@ def _broker_synonyms_of_topic_configs() -> list[ConfigDef]:
     ]
 
 
+def _security_configs() -> list[ConfigDef]:
+    """Listeners, SASL, TLS and authorizer settings (see docs/security.md); all static."""
+    return [
+        _broker("listeners", T.LIST, None, read_only=True),
+        _broker(
+            "listener.security.protocol.map",
+            T.LIST,
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+            read_only=True,
+        ),
+        _broker("inter.broker.listener.name", T.STRING, None, read_only=True),
+        _broker(
+            "sasl.enabled.mechanisms",
+            T.LIST,
+            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            one_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+            read_only=True,
+        ),
+        ConfigDef("sasl.users", T.PASSWORD, None, sensitive=True, read_only=True),
+        _broker("ssl.keystore.location", T.STRING, None, read_only=True),
+        _broker("ssl.key.location", T.STRING, None, read_only=True),
+        ConfigDef("ssl.key.password", T.PASSWORD, None, sensitive=True, read_only=True),
+        _broker("ssl.truststore.location", T.STRING, None, read_only=True),
+        _broker(
+            "ssl.client.auth",
+            T.STRING,
+            "none",
+            one_of("none", "requested", "required"),
+            read_only=True,
+        ),
+        _broker("authorizer.class.name", T.STRING, "", read_only=True),
+        _broker("super.users", T.STRING, "", read_only=True),
+        _broker("allow.everyone.if.no.acl.found", T.BOOLEAN, "false", read_only=True),
+    ]
+
+
 BROKER_CONFIGS: dict[str, ConfigDef] = {
     d.name: d
     for d in [
@@ -349,6 +385,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("mirror.fetch.max.wait.ms", T.INT, "500", at_least(0), dynamic=True),
         _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
         _broker("metrics.port", T.INT, None, between(0, 65535), read_only=True),
+        *_security_configs(),
     ]
 }
 
@@ -418,6 +455,27 @@ def resolve_topic_config(
         _, value, source = chain[0]
         values.append(ConfigValue(name, value, source, topic_def.definition, tuple(chain)))
     return values
+
+
+def topic_configs_with_broker_defaults(
+    overrides: Mapping[str, str], layers: BrokerConfigLayers
+) -> dict[str, str]:
+    """The configs a topic's partitions run with: its overrides, then for every other
+    topic config the value set on the broker under its synonym (``log.retention.ms``
+    for ``retention.ms``), per-broker dynamic over cluster-default dynamic over static.
+
+    Configs set nowhere are left out so that the components keep Kafka's defaults; with
+    no broker-level setting the result is exactly the overrides.
+    """
+    effective = dict(overrides)
+    for name, topic_def in TOPIC_CONFIGS.items():
+        if name in effective or topic_def.broker_synonym is None:
+            continue
+        chain = layers.lookup(topic_def.broker_synonym)
+        _, value, source = chain[0]
+        if source != ConfigSource.DEFAULT_CONFIG and value is not None:
+            effective[name] = value
+    return effective
 
 
 def effective_broker_config(layers: BrokerConfigLayers, name: str) -> Any:

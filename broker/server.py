@@ -26,6 +26,7 @@ from mirrorsim.broker.config import (
 )
 from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
+from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
@@ -34,9 +35,10 @@ from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
+from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.dispatcher import Dispatcher
-from mirrorsim.broker.network.server import KafkaServer
+from mirrorsim.broker.network.listeners import Listeners
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
 from mirrorsim.broker.txn.service import TransactionService
@@ -73,11 +75,12 @@ class Broker:
         self.cluster_id: str = cluster_id or ""
         self.snapshot = ClusterSnapshot()
         self._refresh_lock = asyncio.Lock()
+        self._group_ownership_live: tuple[int, ...] | None = None
         self._jobs: list[asyncio.Task[None]] = []
         self._resources = contextlib.AsyncExitStack()
         self._configured_port = port
         self.metrics = BrokerMetrics()
-        self.server = KafkaServer(
+        self.server = Listeners.from_config(
             host,
             port,
             Dispatcher(self),
@@ -85,6 +88,7 @@ class Broker:
                 max_request_bytes=int(self.config("socket.request.max.bytes")),
                 idle_timeout_s=int(self.config("connections.max.idle.ms")) / 1000,
             ),
+            self.config,
         )
         self.store: MetadataStore
         self.controller: MetadataController
@@ -198,7 +202,9 @@ class Broker:
             config=GroupConfig.from_properties(
                 {v.name: v.value for v in resolve_broker_config(self.config_layers())}
             ),
+            owns=lambda _group_id: False,  # until the first refresh shows the live brokers
         )
+        self._group_ownership_live = None
         await self.groups.start()
         resources.push_async_callback(self.groups.stop)
         self.transactions = TransactionService(self)
@@ -214,6 +220,9 @@ class Broker:
         resources.push_async_callback(self._controlled_shutdown)
         await asyncio.to_thread(
             self.store.register_broker, self.broker_id, self.host, self.port, self.rack
+        )
+        await asyncio.to_thread(
+            register_listeners, self.store, self.broker_id, self.server.endpoints()
         )
         resources.push_async_callback(
             asyncio.to_thread, self.store.unregister_broker, self.broker_id
@@ -277,13 +286,27 @@ class Broker:
         """
         async with self._refresh_lock:
             fresh = await asyncio.to_thread(self.store.snapshot)
-            changed, removed = partition_changes(self.snapshot.topics, fresh.topics)
+            changed, removed = partition_changes(
+                self.snapshot.topics,
+                fresh.topics,
+                old_layers=self.config_layers(),
+                new_layers=fresh.config_layers(self.broker_id, self.static_configs),
+            )
             self.snapshot = fresh
             for topic, partition in removed:
                 await self.replica_manager.remove_partition(topic, partition, delete=True)
             for state in changed:
                 await self.replica_manager.apply_partition_state(state)
+            await self._update_group_ownership()
             await self.mirrors.on_metadata_change()
+
+    async def _update_group_ownership(self) -> None:
+        """Groups follow the live broker set (``mirrorsim.broker.group.ownership``)."""
+        live = tuple(b.broker_id for b in self.live_brokers())
+        if live != self._group_ownership_live:
+            self._group_ownership_live = live
+            partition_count = int(self.config("offsets.topic.num.partitions"))
+            await self.groups.update_ownership(ownership(self.broker_id, partition_count, live))
 
     async def _heartbeat(self) -> None:
         await asyncio.to_thread(self.store.heartbeat, self.broker_id)

@@ -281,8 +281,7 @@ class MirrorStateStore:
         assert isinstance(decoded, MirrorPartitionStateValue)
         if decoded.partition != key.partition:
             raise MirrorStateRecordError(
-                f"state value for partition {decoded.partition} under key partition "
-                f"{key.partition}"
+                f"state value for partition {decoded.partition} under key partition {key.partition}"
             )
         partition_key = MirrorPartitionKey(
             key.mirror_name, key.topic_id, decoded.topic_name, int(key.partition)

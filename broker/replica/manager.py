@@ -430,7 +430,6 @@ class ReplicaManager:
         target.log.maybe_increment_log_start_offset(offset)
         return target.log_start_offset
 
-
     # -- mirroring hooks (used by mirrorsim.coordinator and mirrorsim.fetcher) ------------
 
     def append_mirror_batches(

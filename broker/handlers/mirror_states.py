@@ -1,0 +1,167 @@
+"""Mirror state RPCs: ReadMirrorStates, WriteMirrorStates, LastMirroredEpochs, DescribeMirrors.
+
+ReadMirrorStates (100) and WriteMirrorStates (101) are the coordinator's inter-broker
+calls: they are served from the ``__mirror_state`` partitions this broker leads, and a
+partition it does not lead answers COORDINATOR_NOT_AVAILABLE. LastMirroredEpochs (97) is
+what a failing-back destination asks this cluster (its new source); it is answered
+through the coordinator of each partition, wherever that is. DescribeMirrors (99)
+reports the mirror partitions this broker leads (the Admin client asks every broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import is_authorized
+from mirrorsim.broker.config import MIRROR_NAME
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.coordinator.state_client import StateUpdate
+from mirrorsim.coordinator.state_machine import MirrorPartitionState, parse_mirror_name
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import MirrorApiKey
+
+NO_EPOCH = -1
+
+
+@handles(MirrorApiKey.READ_MIRROR_STATES, min_version=0, max_version=0)
+async def read_mirror_states(ctx: RequestContext, body: Any) -> Any:
+    states = ctx.broker.mirrors.states
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            try:
+                found = states.read_local(body.mirror_name, topic.name, [index])[index]
+            except KafkaError as exc:
+                partitions.append(_read_result(index, MirrorPartitionState.UNKNOWN, NO_EPOCH, exc))
+            else:
+                partitions.append(_read_result(index, found.state, found.last_mirror_epoch, None))
+        topics.append({"name": topic.name, "partitions": partitions})
+    return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
+
+
+def _read_result(
+    index: int, state: MirrorPartitionState, epoch: int, error: KafkaError | None
+) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "state": int(state),
+        "last_mirror_epoch": epoch,
+        "error_code": ErrorCode.NONE if error is None else error.code,
+    }
+
+
+@handles(MirrorApiKey.WRITE_MIRROR_STATES, min_version=0, max_version=0)
+async def write_mirror_states(ctx: RequestContext, body: Any) -> Any:
+    states = ctx.broker.mirrors.states
+    topics = []
+    for topic in body.topics:
+        partitions = []
+        for p in topic.partitions:
+            index = int(p.partition_index)
+            state = MirrorPartitionState(int(p.state))
+            update = StateUpdate(
+                state=None if state is MirrorPartitionState.UNKNOWN else state,
+                last_mirror_epoch=None
+                if int(p.last_mirror_epoch) == NO_EPOCH
+                else int(p.last_mirror_epoch),
+            )
+            try:
+                states.write_local(body.mirror_name, topic.name, {index: update})
+            except KafkaError as exc:
+                code = exc.code
+            else:
+                code = ErrorCode.NONE
+            partitions.append({"partition_index": index, "error_code": code})
+        topics.append({"name": topic.name, "partitions": partitions})
+    return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
+
+
+@handles(MirrorApiKey.LAST_MIRRORED_EPOCHS, min_version=0, max_version=0)
+async def last_mirrored_epochs(ctx: RequestContext, body: Any) -> Any:
+    states = ctx.broker.mirrors.states
+    topics = []
+    for topic in body.topics:
+        wanted = [int(p) for p in topic.partitions]
+        try:
+            found = await states.read(body.mirror_name, topic.topic_name, wanted)
+        except KafkaError as exc:
+            partitions = [
+                {"partition_index": p, "error_code": exc.code, "last_mirrored_epoch": NO_EPOCH}
+                for p in wanted
+            ]
+        else:
+            partitions = [
+                {
+                    "partition_index": p,
+                    "error_code": ErrorCode.NONE,
+                    "last_mirrored_epoch": found[p].last_mirror_epoch,
+                }
+                for p in wanted
+            ]
+        topics.append(
+            {"topic_id": topic.topic_id, "topic_name": topic.topic_name, "partitions": partitions}
+        )
+    return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
+
+
+@handles(MirrorApiKey.DESCRIBE_MIRRORS, min_version=0, max_version=0)
+async def describe_mirrors(ctx: RequestContext, body: Any) -> Any:
+    broker = ctx.broker
+    known = await _mirror_names(broker)
+    names = list(body.mirror_names) or sorted(known)
+    mirrors = []
+    for name in names:
+        if not await is_authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER_MIRROR, name):
+            code = ErrorCode.MIRROR_AUTHORIZATION_FAILED
+            mirrors.append({"error_code": code, "mirror_name": name, "topics": []})
+            continue
+        if name not in known:
+            mirrors.append(
+                {"error_code": ErrorCode.UNKNOWN_MIRROR, "mirror_name": name, "topics": []}
+            )
+            continue
+        mirrors.append(
+            {"error_code": ErrorCode.NONE, "mirror_name": name, "topics": _led_topics(broker, name)}
+        )
+    return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "mirrors": mirrors})
+
+
+async def _mirror_names(broker: Any) -> set[str]:
+    return set(await asyncio.to_thread(broker.store.mirrors))
+
+
+def _led_topics(broker: Any, mirror: str) -> list[dict[str, Any]]:
+    topics = []
+    for name, topic in sorted(broker.snapshot.topics.items()):
+        if parse_mirror_name(topic.configs.get(MIRROR_NAME)).mirror != mirror:
+            continue
+        partitions = []
+        for assignment in topic.partitions:
+            if assignment.leader != broker.broker_id:
+                continue
+            partitions.append(_partition_detail(broker, name, assignment.partition))
+        if partitions:
+            topics.append({"topic_name": name, "partitions": partitions})
+    return topics
+
+
+def _partition_detail(broker: Any, topic: str, index: int) -> dict[str, Any]:
+    status = broker.mirrors.partitions.get((topic, index))
+    try:
+        destination = broker.replica_manager.partition(topic, index).log_end_offset
+    except KafkaError:
+        destination = -1
+    source = status.source_high_watermark if status is not None else -1
+    return {
+        "partition_index": index,
+        "source_offset": source,
+        "destination_offset": destination,
+        "lag": max(0, source - destination) if source >= 0 and destination >= 0 else -1,
+        "state": (status.state if status is not None else MirrorPartitionState.UNKNOWN).name,
+        "last_mirror_epoch": status.last_mirror_epoch if status is not None else NO_EPOCH,
+    }

@@ -1,0 +1,394 @@
+"""MirrorCoordinator: drives every mirror partition this broker leads through its states.
+
+Theory of operation. The leader of a mirror partition is the only actor that moves its
+state. After every metadata refresh (and whenever a fetcher reports a failure) the
+coordinator *kicks* each partition it leads whose topic has ``mirror.name`` set or that
+it already tracks. A kick runs one task per partition, level-triggered: ask the state
+machine which event the current ``mirror.name`` value calls for, persist the new state
+at the partition's coordinator, run the new state's entry action, and ask again, until
+nothing is left to do. A kick that arrives while the task runs makes it look once more,
+so nothing is queued and nothing is lost.
+
+Entry actions:
+
+- PREPARING: ask the source for the last mirrored epoch (LastMirroredEpochs; -1 when it
+  knows none or lacks the API) and cut the log at the first local epoch above it, then
+  TRUNCATION_COMPLETE (the wait for the other ISR members is not implemented: mirror
+  partitions are expected to have one replica for now, see docs/mirroring.md);
+- MIRRORING: hand the partition to the MirrorFetcherManager;
+- PAUSING: remove its fetcher, then FETCHERS_REMOVED;
+- STOPPING (failover): keep the partition read-only, remove its fetcher, cut to a
+  transaction-safe offset at or below the LSO, persist the LME, bump the leader epoch in
+  the metadata store above every epoch in the log, append MIRROR_PID_RESET at the new
+  epoch, then STOP_COMPLETE; only then does the partition accept produce requests;
+- FAILED: remove its fetcher.
+
+A partition that loses leadership is forgotten here (the new leader loads its state);
+one whose state is MIRRORING but has no fetcher (this broker just became leader, or
+restarted) takes LEADER_ELECTED and prepares again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorsim.broker.config import MIRROR_NAME
+from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.coordinator.source_clusters import SourceClusters
+from mirrorsim.coordinator.state_client import MirrorStateClient, StateUpdate
+from mirrorsim.coordinator.state_machine import (
+    MirrorEvent,
+    MirrorPartitionKey,
+    MirrorPartitionState,
+    event_for_config,
+    next_state,
+    parse_mirror_name,
+)
+from mirrorsim.coordinator.state_topic import MirrorStateTopic
+from mirrorsim.fetcher.manager import MirrorFetcherManager
+from mirrorsim.fetcher.truncation import (
+    AppendMirrorPidReset,
+    BumpLeaderEpoch,
+    PersistLastMirroredEpoch,
+    TruncateTo,
+    lme_truncation_offset,
+    stopping_plan,
+    transaction_spans,
+)
+from mirrorsim.protocol.records import (
+    ControlRecordType,
+    RawBatch,
+    build_control_batch,
+    decode_control_batch,
+)
+from mirrorsim.protocol.records.control import TransactionMarker
+
+log = logging.getLogger(__name__)
+
+RETRY_BACKOFF_S = 0.2
+NO_EPOCH = -1
+S = MirrorPartitionState
+Key = tuple[str, int]
+
+
+@dataclass(slots=True)
+class MirrorPartitionStatus:
+    """What the leader knows of one mirror partition it drives."""
+
+    key: MirrorPartitionKey
+    state: MirrorPartitionState
+    last_mirror_epoch: int = NO_EPOCH
+    source_high_watermark: int = -1
+    failure: str | None = None
+    relocating: bool = False
+
+
+class MirrorCoordinator:
+    def __init__(self, broker: Any) -> None:
+        self._broker = broker
+        self.state_topic = MirrorStateTopic(broker)
+        self.states = MirrorStateClient(broker, self.state_topic)
+        self.sources = SourceClusters(broker.broker_id, self._mirror_configs)
+        self.fetchers = MirrorFetcherManager(
+            broker_id=broker.broker_id,
+            sink=self,
+            source_client=self.sources.client,
+            mirror_configs=lambda mirror: dict(self.sources.configs(mirror)),
+            num_fetchers=lambda: int(broker.config("mirror.num.replica.fetchers")),
+            max_wait_ms=lambda: int(broker.config("mirror.fetch.max.wait.ms")),
+        )
+        self._mirrors: dict[str, dict[str, str]] = {}
+        self.partitions: dict[Key, MirrorPartitionStatus] = {}
+        self._tasks: dict[Key, asyncio.Task[None]] = {}
+        self._dirty: set[Key] = set()
+        self._stopped = False
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def stop(self) -> None:
+        self._stopped = True
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.fetchers.shutdown()
+        await self.sources.close_all()
+        await self.states.close()
+
+    def _mirror_configs(self) -> dict[str, dict[str, str]]:
+        return self._mirrors
+
+    async def on_metadata_change(self) -> None:
+        """Reload mirror configs and state partitions, then kick every mirror partition."""
+        self._mirrors = {
+            name: dict(record.configs)
+            for name, record in (await asyncio.to_thread(self._broker.store.mirrors)).items()
+        }
+        self.state_topic.on_metadata_change()
+        for name, topic in self._broker.snapshot.topics.items():
+            mirrored = bool(topic.configs.get(MIRROR_NAME))
+            for p in topic.partitions:
+                if mirrored or (name, p.partition) in self.partitions:
+                    self.kick((name, p.partition))
+        for key in list(self.partitions):
+            if key[0] not in self._broker.snapshot.topics:
+                self.kick(key)
+
+    def kick(self, key: Key) -> None:
+        if self._stopped:
+            return
+        self._dirty.add(key)
+        if key not in self._tasks:
+            task = asyncio.get_running_loop().create_task(
+                self._reconcile(key), name=f"mirror partition {key[0]}-{key[1]}"
+            )
+            self._tasks[key] = task
+            task.add_done_callback(lambda _: self._tasks.pop(key, None))
+
+    # -- the reconcile loop --------------------------------------------------------------
+
+    async def _reconcile(self, key: Key) -> None:
+        while key in self._dirty:
+            self._dirty.discard(key)
+            try:
+                while await self._step(key):
+                    pass
+            except Exception:
+                log.exception("mirror partition %s-%d: reconcile failed; retrying", *key)
+                self._dirty.add(key)
+                await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _step(self, key: Key) -> bool:
+        """Take one transition for ``key``; False when nothing is left to do now."""
+        topic_name, index = key
+        topic = self._broker.snapshot.topics.get(topic_name)
+        assignment = None
+        if topic is not None and index < len(topic.partitions):
+            assignment = topic.partitions[index]
+        if assignment is None or assignment.leader != self._broker.broker_id:
+            self._forget(key)
+            return False
+        config_value = topic.configs.get(MIRROR_NAME)
+        mirror = parse_mirror_name(config_value).mirror
+        status = self.partitions.get(key)
+        if status is None or (mirror is not None and status.key.mirror != mirror):
+            if mirror is None:
+                return False
+            status = await self._load(mirror, topic_name, topic.topic_id, index)
+        if status.failure is not None and status.state is not S.FAILED:
+            await self._transition(status, MirrorEvent.FAILURE)
+            return True
+        if status.state is S.MIRRORING and not self.fetchers.is_fetching(key):
+            if status.relocating:
+                await self._start_fetching(status)
+                status.relocating = False
+            else:
+                await self._transition(status, MirrorEvent.LEADER_ELECTED)
+            return True
+        completion = await self._run_in_flight(status, assignment)
+        if completion is not None:
+            await self._transition(status, completion)
+            return True
+        event = event_for_config(status.state, config_value)
+        if event is None:
+            return False
+        await self._transition(status, event)
+        return True
+
+    async def _load(
+        self, mirror: str, topic: str, topic_id: uuid.UUID, index: int
+    ) -> MirrorPartitionStatus:
+        stored = (await self.states.read(mirror, topic, [index]))[index]
+        status = MirrorPartitionStatus(
+            MirrorPartitionKey(mirror, topic_id, topic, index),
+            stored.state,
+            last_mirror_epoch=stored.last_mirror_epoch,
+        )
+        self.partitions[(topic, index)] = status
+        return status
+
+    def _forget(self, key: Key) -> None:
+        self.fetchers.remove_partition(key)
+        self.partitions.pop(key, None)
+        self._broker.replica_manager.mirror_write_fence.discard(key)
+
+    async def _transition(self, status: MirrorPartitionStatus, event: MirrorEvent) -> None:
+        new = next_state(status.state, event)
+        key = (status.key.topic, status.key.partition)
+        if new is S.STOPPING:
+            self._broker.replica_manager.mirror_write_fence.add(key)
+        await self.states.write(
+            status.key.mirror, status.key.topic, {status.key.partition: StateUpdate(state=new)}
+        )
+        log.info(
+            "mirror %s partition %s-%d: %s --%s--> %s",
+            status.key.mirror,
+            *key,
+            status.state.name,
+            event.name,
+            new.name,
+        )
+        status.state = new
+        if new is S.MIRRORING:
+            await self._start_fetching(status)
+        elif new in (S.PAUSING, S.FAILED, S.PREPARING):
+            self.fetchers.remove_partition(key)
+        elif new is S.STOPPED:
+            self._broker.replica_manager.mirror_write_fence.discard(key)
+        if new is S.FAILED:
+            log.error("mirror partition %s-%d failed: %s", *key, status.failure)
+
+    async def _start_fetching(self, status: MirrorPartitionStatus) -> None:
+        key = status.key
+        await self.fetchers.add_partition(key.mirror, key.topic, key.partition, key.topic_id)
+
+    async def _run_in_flight(
+        self, status: MirrorPartitionStatus, assignment: PartitionAssignment
+    ) -> MirrorEvent | None:
+        """The work of a transient state, and the event that completes it."""
+        if status.state is S.PREPARING:
+            await self._truncate_to_last_mirrored_epoch(status)
+            return MirrorEvent.TRUNCATION_COMPLETE
+        if status.state is S.PAUSING:
+            self.fetchers.remove_partition((status.key.topic, status.key.partition))
+            return MirrorEvent.FETCHERS_REMOVED
+        if status.state is S.STOPPING:
+            await self._stop(status, assignment)
+            return MirrorEvent.STOP_COMPLETE
+        return None
+
+    # -- entry actions -------------------------------------------------------------------
+
+    async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> None:
+        key = status.key
+        epochs = await self.sources.last_mirrored_epochs(
+            key.mirror, key.topic, key.topic_id, [key.partition]
+        )
+        lme = epochs[key.partition]
+        partition_log = self.local_log(key.topic, key.partition)
+        offset = lme_truncation_offset(
+            partition_log.epoch_cache.epoch_entries, lme, partition_log.log_end_offset
+        )
+        log.info(
+            "mirror %s partition %s-%d: source LME %d, truncating to %d (log end %d)",
+            key.mirror,
+            key.topic,
+            key.partition,
+            lme,
+            offset,
+            partition_log.log_end_offset,
+        )
+        if lme == NO_EPOCH:
+            self._broker.replica_manager.truncate_fully_and_start_at(key.topic, key.partition, 0)
+        else:
+            self._broker.replica_manager.truncate_to(key.topic, key.partition, offset)
+
+    async def _stop(self, status: MirrorPartitionStatus, assignment: PartitionAssignment) -> None:
+        key = status.key
+        self.fetchers.remove_partition((key.topic, key.partition))
+        partition = self._broker.replica_manager.partition(key.topic, key.partition)
+        partition_log = partition.log
+        plan = stopping_plan(
+            epoch_entries=partition_log.epoch_cache.epoch_entries,
+            log_end_offset=partition_log.log_end_offset,
+            last_stable_offset=partition.last_stable_offset,
+            transactions=transaction_spans(_transaction_facts(partition_log.batches())),
+            current_leader_epoch=assignment.leader_epoch,
+            source_cluster_id=self.sources.cluster_ids.get(key.mirror, ""),
+        )
+        for step in plan:
+            if isinstance(step, TruncateTo):
+                self._broker.replica_manager.truncate_to(key.topic, key.partition, step.offset)
+            elif isinstance(step, PersistLastMirroredEpoch):
+                await self.states.write(
+                    key.mirror,
+                    key.topic,
+                    {key.partition: StateUpdate(last_mirror_epoch=step.epoch)},
+                )
+                status.last_mirror_epoch = step.epoch
+            elif isinstance(step, BumpLeaderEpoch):
+                await self._bump_leader_epoch(key.topic, assignment, step.min_epoch)
+            elif isinstance(step, AppendMirrorPidReset):
+                self._append_pid_reset(key.topic, key.partition, step.source_cluster_id)
+
+    async def _bump_leader_epoch(
+        self, topic: str, assignment: PartitionAssignment, epoch: int
+    ) -> None:
+        current = self._broker.replica_manager.partition(topic, assignment.partition)
+        if current.leader_epoch >= epoch:
+            return
+        bumped = PartitionAssignment(
+            assignment.partition, assignment.replicas, assignment.leader, epoch, assignment.isr
+        )
+        await asyncio.to_thread(self._broker.store.update_partition, topic, bumped)
+        await self._broker.refresh_metadata()
+
+    def _append_pid_reset(self, topic: str, partition: int, source_cluster_id: str) -> None:
+        reset = build_control_batch(
+            ControlRecordType.MIRROR_PID_RESET,
+            producer_id=-1,
+            producer_epoch=-1,
+            timestamp=int(time.time() * 1000),
+            source_cluster_id=source_cluster_id,
+        )
+        self._broker.replica_manager.append_internal(topic, partition, [reset])
+
+    # -- MirrorSink: what fetchers call --------------------------------------------------
+
+    def local_log(self, topic: str, partition: int) -> Any:
+        return self._broker.replica_manager.partition(topic, partition).log
+
+    def append(self, topic: str, partition: int, batches: list[RawBatch]) -> None:
+        self._broker.replica_manager.append_mirror_batches(topic, partition, batches)
+
+    def truncate_to(self, topic: str, partition: int, offset: int) -> None:
+        self._broker.replica_manager.truncate_to(topic, partition, offset)
+
+    def restart_at(self, topic: str, partition: int, offset: int) -> None:
+        self._broker.replica_manager.truncate_fully_and_start_at(topic, partition, offset)
+
+    def follow_log_start(self, topic: str, partition: int, offset: int) -> None:
+        """Retention on the source moved its log start: follow, up to the high watermark."""
+        target = self._broker.replica_manager.partition(topic, partition)
+        bounded = min(offset, target.high_watermark)
+        if bounded > target.log_start_offset:
+            target.log.maybe_increment_log_start_offset(bounded)
+
+    def record_source_offsets(self, topic: str, partition: int, high_watermark: int) -> None:
+        status = self.partitions.get((topic, partition))
+        if status is not None:
+            status.source_high_watermark = high_watermark
+
+    def partition_failed(self, topic: str, partition: int, reason: str) -> None:
+        status = self.partitions.get((topic, partition))
+        if status is not None:
+            status.failure = reason
+            self.kick((topic, partition))
+
+    def relocate(self, topic: str, partition: int) -> None:
+        """The source leader moved: fetch from the new one, without preparing again."""
+        self.fetchers.remove_partition((topic, partition))
+        status = self.partitions.get((topic, partition))
+        if status is not None:
+            status.relocating = True
+            self.kick((topic, partition))
+
+
+def _transaction_facts(
+    batches: Any,
+) -> list[tuple[int, int, bool, bool, bool | None]]:
+    facts = []
+    for batch in batches:
+        if not batch.is_transactional:
+            continue
+        aborted = None
+        if batch.is_control:
+            marker = decode_control_batch(batch)
+            aborted = isinstance(marker, TransactionMarker) and not marker.is_commit
+        facts.append((batch.base_offset, batch.producer_id, True, batch.is_control, aborted))
+    return facts

@@ -1,0 +1,125 @@
+"""Connections to the source cluster of each mirror, opened lazily from its configuration.
+
+A mirror's configuration holds ``bootstrap.servers`` and the security settings
+(``security.protocol``, ``sasl.*``, ``ssl.*``), under the same names the client layer
+reads, so it is handed to ``ClusterClient`` as is. The source cluster id is remembered
+from the first metadata answer; ListMirrors reports it and MIRROR_PID_RESET records it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.errors import UnsupportedVersion
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.messages.constants import MirrorApiKey
+
+BOOTSTRAP_SERVERS = "bootstrap.servers"
+NO_EPOCH = -1
+
+
+def source_client_id(broker_id: int, mirror: str) -> str:
+    return f"broker-{broker_id}-mirror-{mirror}"
+
+
+class SourceClusters:
+    def __init__(self, broker_id: int, mirror_configs: Any) -> None:
+        """``mirror_configs()`` returns the current ``{mirror: configs}`` of the cluster."""
+        self._broker_id = broker_id
+        self._mirror_configs = mirror_configs
+        self._clients: dict[str, ClusterClient] = {}
+        self._bootstraps: dict[str, str] = {}
+        self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
+        self.cluster_ids: dict[str, str] = {}
+
+    def configs(self, mirror: str) -> Mapping[str, str]:
+        found = self._mirror_configs().get(mirror)
+        if found is None:
+            raise LookupError(f"unknown mirror {mirror}")
+        return dict(found)
+
+    async def client(self, mirror: str) -> ClusterClient:
+        """The mirror's source client, reopened when its bootstrap servers changed.
+
+        Concurrent callers (every partition of a new mirror) share one connection attempt.
+        """
+        bootstrap = self.configs(mirror)[BOOTSTRAP_SERVERS]
+        current = self._clients.get(mirror)
+        if current is not None and self._bootstraps.get(mirror) == bootstrap:
+            return current
+        opening = self._opening.get(mirror)
+        if opening is None:
+            opening = asyncio.get_running_loop().create_task(
+                self._open(mirror), name=f"open source of mirror {mirror}"
+            )
+            self._opening[mirror] = opening
+            opening.add_done_callback(lambda _: self._opening.pop(mirror, None))
+        return await asyncio.shield(opening)
+
+    async def _open(self, mirror: str) -> ClusterClient:
+        await self.close(mirror)
+        configs = self.configs(mirror)
+        client = ClusterClient(
+            configs[BOOTSTRAP_SERVERS],
+            client_id=source_client_id(self._broker_id, mirror),
+            config=configs,
+        )
+        try:
+            await client.start()
+        except BaseException:
+            await client.close()
+            raise
+        self._clients[mirror] = client
+        self._bootstraps[mirror] = configs[BOOTSTRAP_SERVERS]
+        if client.cluster_id:
+            self.cluster_ids[mirror] = client.cluster_id
+        return client
+
+    async def close(self, mirror: str) -> None:
+        client = self._clients.pop(mirror, None)
+        self._bootstraps.pop(mirror, None)
+        if client is not None:
+            await client.close()
+
+    async def close_all(self) -> None:
+        for task in list(self._opening.values()):
+            task.cancel()
+        await asyncio.gather(*self._opening.values(), return_exceptions=True)
+        for mirror in list(self._clients):
+            with contextlib.suppress(Exception):
+                await self.close(mirror)
+
+    async def last_mirrored_epochs(
+        self, mirror: str, topic: str, topic_id: uuid.UUID, partitions: Iterable[int]
+    ) -> dict[int, int]:
+        """The source's LME per partition (LastMirroredEpochs, 97); -1 where it has none.
+
+        A source that does not serve the API (an older Kafka) knows no LME: -1 everywhere,
+        which makes the destination start over from scratch.
+        """
+        wanted = sorted(partitions)
+        answer = dict.fromkeys(wanted, NO_EPOCH)
+        client = await self.client(mirror)
+        spec = RequestSpec(
+            MirrorApiKey.LAST_MIRRORED_EPOCHS,
+            {
+                "mirror_name": mirror,
+                "topics": [{"topic_id": topic_id, "topic_name": topic, "partitions": wanted}],
+            },
+        )
+        try:
+            response = await client.retrying(lambda: client.send_to_any(spec))
+        except UnsupportedVersion:
+            return answer
+        if response.error_code != ErrorCode.NONE:
+            return answer
+        for t in response.topics:
+            for p in t.partitions:
+                if p.error_code == ErrorCode.NONE and int(p.partition_index) in answer:
+                    answer[int(p.partition_index)] = int(p.last_mirrored_epoch)
+        return answer

@@ -1,0 +1,198 @@
+"""Reading and writing mirror partition states at whichever broker coordinates them.
+
+A mirror partition's state lives in the ``__mirror_state`` partition its key hashes to,
+so its coordinator is that partition's leader. Callers do not care where that is: this
+client groups the partitions by coordinator, serves the ones this broker coordinates
+from its own stores (the same functions the ReadMirrorStates/WriteMirrorStates handlers
+call), and sends ReadMirrorStates (100) / WriteMirrorStates (101) for the others.
+
+On the wire "nothing to change" is LME -1 and state UNKNOWN; here it is None.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.errors import raise_for_error
+from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
+from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
+from mirrorsim.coordinator.state_topic import MirrorStateTopic
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import MirrorApiKey
+
+NO_EPOCH = -1
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    state: MirrorPartitionState
+    last_mirror_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateUpdate:
+    state: MirrorPartitionState | None = None
+    last_mirror_epoch: int | None = None
+
+
+class MirrorStateClient:
+    def __init__(self, broker: Any, state_topic: MirrorStateTopic) -> None:
+        self._broker = broker
+        self._topic = state_topic
+        self._peers: ClusterClient | None = None
+
+    async def close(self) -> None:
+        if self._peers is not None:
+            await self._peers.close()
+            self._peers = None
+
+    def _topic_id(self, topic: str) -> uuid.UUID:
+        record = self._broker.snapshot.topics.get(topic)
+        if record is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {topic}")
+        return record.topic_id  # type: ignore[no-any-return]
+
+    def _by_coordinator(
+        self, mirror: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, list[int]]:
+        if not self._topic.exists:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, "__mirror_state does not exist")
+        topic_id = self._topic_id(topic)
+        grouped: dict[int, list[int]] = {}
+        for p in partitions:
+            node = self._topic.leader_of(self._topic.partition_for(mirror, topic_id, p))
+            if node < 0:
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            grouped.setdefault(node, []).append(p)
+        return grouped
+
+    # -- client side ---------------------------------------------------------------------
+
+    async def read(
+        self, mirror: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, StoredState]:
+        found: dict[int, StoredState] = {}
+        for node, group in self._by_coordinator(mirror, topic, partitions).items():
+            if node == self._broker.broker_id:
+                found.update(self.read_local(mirror, topic, group))
+            else:
+                found.update(await self._read_remote(node, mirror, topic, group))
+        return found
+
+    async def write(self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]) -> None:
+        for node, group in self._by_coordinator(mirror, topic, updates).items():
+            mine = {p: updates[p] for p in group}
+            if node == self._broker.broker_id:
+                self.write_local(mirror, topic, mine)
+            else:
+                await self._write_remote(node, mirror, topic, mine)
+
+    async def _peer_client(self) -> ClusterClient:
+        if self._peers is None:
+            self._peers = ClusterClient(
+                self._broker.bootstrap, client_id=f"broker-{self._broker.broker_id}-mirror-states"
+            )
+            await self._peers.start()
+        return self._peers
+
+    async def _read_remote(
+        self, node: int, mirror: str, topic: str, partitions: list[int]
+    ) -> dict[int, StoredState]:
+        client = await self._peer_client()
+        spec = RequestSpec(
+            MirrorApiKey.READ_MIRROR_STATES,
+            {
+                "mirror_name": mirror,
+                "topics": [
+                    {"name": topic, "partitions": [{"partition_index": p} for p in partitions]}
+                ],
+            },
+        )
+        response = await client.send_to_node(node, spec)
+        raise_for_error(response.error_code, response.error_message)
+        found = {}
+        for t in response.topics:
+            for p in t.partitions:
+                raise_for_error(p.error_code, f"{topic}-{p.partition_index}")
+                found[int(p.partition_index)] = StoredState(
+                    MirrorPartitionState(int(p.state)), int(p.last_mirror_epoch)
+                )
+        return found
+
+    async def _write_remote(
+        self, node: int, mirror: str, topic: str, updates: Mapping[int, StateUpdate]
+    ) -> None:
+        client = await self._peer_client()
+        spec = RequestSpec(
+            MirrorApiKey.WRITE_MIRROR_STATES,
+            {
+                "mirror_name": mirror,
+                "topics": [
+                    {
+                        "name": topic,
+                        "partitions": [
+                            {
+                                "partition_index": p,
+                                "state": int(u.state or MirrorPartitionState.UNKNOWN),
+                                "last_mirror_epoch": NO_EPOCH
+                                if u.last_mirror_epoch is None
+                                else u.last_mirror_epoch,
+                            }
+                            for p, u in updates.items()
+                        ],
+                    }
+                ],
+                "removed_topics": [],
+            },
+        )
+        response = await client.send_to_node(node, spec)
+        raise_for_error(response.error_code, response.error_message)
+        for t in response.topics:
+            for p in t.partitions:
+                raise_for_error(p.error_code, f"{topic}-{p.partition_index}")
+
+    # -- coordinator side ----------------------------------------------------------------
+
+    def read_local(
+        self, mirror: str, topic: str, partitions: Iterable[int]
+    ) -> dict[int, StoredState]:
+        """States held by this broker's stores; COORDINATOR_NOT_AVAILABLE if it holds none."""
+        topic_id = self._topic_id(topic)
+        found = {}
+        for p in partitions:
+            store = self._topic.store(self._topic.partition_for(mirror, topic_id, p))
+            found[p] = StoredState(
+                store.state_of(mirror, topic, p), store.last_mirrored_epoch(mirror, topic, p)
+            )
+        return found
+
+    def write_local(self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]) -> None:
+        topic_id = self._topic_id(topic)
+        by_index: dict[int, dict[int, StateUpdate]] = {}
+        for p, update in updates.items():
+            by_index.setdefault(self._topic.partition_for(mirror, topic_id, p), {})[p] = update
+        for index, group in by_index.items():
+            store = self._topic.store(index)
+            records = [
+                store.state_record(MirrorPartitionKey(mirror, topic_id, topic, p), u.state)
+                for p, u in group.items()
+                if u.state is not None and u.state is not MirrorPartitionState.UNKNOWN
+            ]
+            epochs = {
+                (topic, p): u.last_mirror_epoch
+                for p, u in group.items()
+                if u.last_mirror_epoch is not None
+            }
+            if epochs:
+                records.append(store.last_mirrored_epochs_record(mirror, epochs))
+            self._topic.append(index, records)
+
+    def delete_mirror_local(self, mirror: str) -> None:
+        """Tombstone every record of ``mirror`` in the stores this broker leads."""
+        for index, store in self._topic.stores().items():
+            tombstones: list[MirrorStateRecord] = store.mirror_tombstones(mirror)
+            self._topic.append(index, tombstones)
