@@ -12,17 +12,21 @@ import shutil
 import sys
 from pathlib import Path
 
+from pyspark.sql import SparkSession
+
 from mirrorsim.verify.kafka_source import KafkaDataSource
 from mirrorsim.verify.segment_source import SegmentDataSource
-from pyspark.sql import SparkSession
 
 LOCAL_MASTER = "local[*]"
 
 
 def prepare_environment() -> None:
-    """Point Spark at this interpreter and at a JVM, keeping what the operator already set."""
+    """Point Spark at this interpreter, a JVM and loopback, keeping what the operator set."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # Bind the driver and block manager to loopback: verification never needs another host
+    # unless the operator says so, and Spark otherwise picks the first non-loopback address.
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     if "JAVA_HOME" not in os.environ:
         java = shutil.which("java")
         if java is not None:
