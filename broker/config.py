@@ -268,6 +268,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "",
             "leader.replication.throttled.replicas",
         ),
+        _topic("mirror.support.unclean.leader.election", T.BOOLEAN, "false", None),
         _topic(MIRROR_NAME, T.STRING, None, None, _mirror_name_check, internal=True),
     ]
 }

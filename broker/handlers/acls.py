@@ -1,7 +1,7 @@
 """CreateAcls, DescribeAcls and DeleteAcls over the metadata store's ACL table.
 
-Only the store operations exist so far: bindings are kept and matched by filters, but
-no request is authorized against them yet.
+The authorizer (``broker/auth``) enforces these bindings when ``authorizer.class.name``
+is set; changing them here drops this broker's cached copy at once.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
+from mirrorsim.broker.auth.enforcement import authorize, invalidate_acls
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -66,18 +67,21 @@ async def create_acls(ctx: RequestContext, body: Any) -> Any:
     valid: list[AclBinding] = []
     for creation in body.creations:
         try:
+            await authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER)
             valid.append(_binding(creation))
         except KafkaError as exc:
             results.append(error_fields(exc))
         else:
             results.append(error_fields(None))
     await asyncio.to_thread(ctx.broker.store.create_acls, valid)
+    invalidate_acls(ctx.broker)
     return respond(body, {"throttle_time": NO_THROTTLE, "results": results})
 
 
 @handles(DESCRIBE_ACLS_KEY, min_version=1, max_version=3)
 async def describe_acls(ctx: RequestContext, body: Any) -> Any:
     try:
+        await authorize(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER)
         acl_filter = _filter(body)
     except KafkaError as exc:
         return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(exc), "resources": []})
@@ -114,11 +118,13 @@ async def delete_acls(ctx: RequestContext, body: Any) -> Any:
     filters: list[AclFilter | KafkaError] = []
     for request_filter in body.filters:
         try:
+            await authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER)
             filters.append(_filter(request_filter))
         except KafkaError as exc:
             filters.append(exc)
     valid = [f for f in filters if isinstance(f, AclFilter)]
     matched = iter(await asyncio.to_thread(ctx.broker.store.delete_acls, valid))
+    invalidate_acls(ctx.broker)
     results = []
     for f in filters:
         if isinstance(f, KafkaError):

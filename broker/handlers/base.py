@@ -19,6 +19,7 @@ class RequestContext:
     broker: Any  # mirrorsim.broker.server.Broker; typed loosely to keep handlers import-light
     client_host: str
     principal: str = "User:ANONYMOUS"
+    session: Any = None  # mirrorsim.broker.network.session.SecuritySession of the connection
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

@@ -1,20 +1,27 @@
-"""CreateTopics: validate each topic independently; ``validate_only`` writes nothing."""
+"""CreateTopics: validate each topic independently; ``validate_only`` writes nothing.
+
+v8 (KIP-1279) adds ``MirrorInfo``: when set, the topic is created with the source
+cluster's topic id (after the controller's checks for that case) instead of a random one.
+"""
 
 from __future__ import annotations
 
+import uuid
 from collections import Counter
 from typing import Any
 
+from mirrorsim.broker.auth.enforcement import authorize_topic_creation
 from mirrorsim.broker.config import resolve_topic_config
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.metadata.controller import ZERO_UUID
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 CREATE_TOPICS_KEY = 19
 
 
-@handles(CREATE_TOPICS_KEY, min_version=2, max_version=7)
+@handles(CREATE_TOPICS_KEY, min_version=2, max_version=8)
 async def handle(ctx: RequestContext, body: Any) -> Any:
     broker = ctx.broker
     counts = Counter(topic.name for topic in body.topics)
@@ -29,6 +36,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             results.append(_result(topic.name, None, error, broker))
             continue
         try:
+            await authorize_topic_creation(ctx, topic.name)
             record = await broker.controller.create_topic(
                 topic.name,
                 num_partitions=topic.num_partitions,
@@ -36,12 +44,22 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
                 configs={c.name: c.value for c in topic.configs},
                 validate_only=body.validate_only,
+                topic_id=_mirror_topic_id(topic),
             )
         except KafkaError as exc:
             results.append(_result(topic.name, None, exc, broker))
         else:
             results.append(_result(topic.name, record, None, broker))
     return respond(body, {"throttle_time": NO_THROTTLE, "topics": results})
+
+
+def _mirror_topic_id(topic: Any) -> uuid.UUID | None:
+    """The source topic id; the codec reads the zero UUID as None, which the controller
+    must still see (and refuse) as the zero UUID rather than "no MirrorInfo"."""
+    mirror_info = getattr(topic, "mirror_info", None)
+    if mirror_info is None:
+        return None
+    return mirror_info.topic_id or ZERO_UUID
 
 
 def _result(

@@ -5,6 +5,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -34,6 +36,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 continue
             name = record.name
         try:
+            await authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, name)
             deleted = await broker.controller.delete_topic(name)
         except KafkaError as exc:
             results.append({"name": name, "topic_id": topic_id or ZERO_UUID, **error_fields(exc)})

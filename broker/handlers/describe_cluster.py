@@ -6,6 +6,7 @@ from typing import Any
 
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.network.advertised import advertised_brokers
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_CLUSTER_KEY = 60
@@ -34,12 +35,12 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "brokers": [
                 {
                     "broker_id": b.broker_id,
-                    "host": b.host,
-                    "port": b.port,
+                    "host": host,
+                    "port": port,
                     "rack": b.rack,
                     "is_fenced": False,
                 }
-                for b in broker.live_brokers()
+                for b, host, port in await advertised_brokers(ctx, broker.live_brokers())
             ],
             "cluster_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
         },

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from mirrorsim.broker.auth.enforcement import fetch_denials
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
@@ -57,7 +58,12 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         )
     to_read = context.partitions()
     readable = {key: fetch for key, fetch in to_read.items() if key.topic}
-    outcomes: dict[FetchKey, FetchOutcome] = dict(await manager.fetch(params, readable))
+    denied = await fetch_denials(ctx, list(readable), follower=params.is_from_follower)
+    allowed = {key: fetch for key, fetch in readable.items() if key not in denied}
+    outcomes: dict[FetchKey, FetchOutcome] = {
+        **denied,
+        **dict(await manager.fetch(params, allowed)),
+    }
     for key in to_read:
         if not key.topic:
             outcomes[key] = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)

@@ -10,10 +10,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorized_names, is_authorized
 from mirrorsim.broker.config import topic_name_error
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.metadata.models import TopicRecord
+from mirrorsim.broker.network.advertised import advertised_brokers
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 METADATA_KEY = 3
@@ -29,19 +32,31 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     all_topics = requested is None or (version == 0 and not requested)
     topics: list[dict[str, Any]] = []
     if all_topics:
-        topics = [_topic(record, broker) for _, record in sorted(broker.snapshot.topics.items())]
+        described = await authorized_names(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, list(broker.snapshot.topics)
+        )
+        topics = [
+            _topic(record, broker)
+            for name, record in sorted(broker.snapshot.topics.items())
+            if name in described
+        ]
     else:
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         for wanted in requested:
+            if wanted.name is not None and not await is_authorized(
+                ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name
+            ):
+                topics.append(_topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                continue
             topics.append(await _requested_topic(broker, wanted, allow_create))
-    live = broker.live_brokers()
+    live = await advertised_brokers(ctx, broker.live_brokers())
     return respond(
         body,
         {
             "throttle_time": NO_THROTTLE,
             "brokers": [
-                {"node_id": b.broker_id, "host": b.host, "port": b.port, "rack": b.rack}
-                for b in live
+                {"node_id": b.broker_id, "host": host, "port": port, "rack": b.rack}
+                for b, host, port in live
             ],
             "cluster_id": broker.cluster_id,
             "controller_id": broker.controller_id(),

@@ -10,6 +10,8 @@ import asyncio
 import datetime
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import AppendResult, ReplicaManager
@@ -26,8 +28,13 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     for topic_data in body.topic_data:
         name = manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
         unknown = ErrorCode.UNKNOWN_TOPIC_ID if by_id else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        denied = await denial(ctx, AclOperation.WRITE, ResourceType.TOPIC, name or "")
         for data in topic_data.partition_data:
-            pending.append(_produce_partition(manager, name, data, body, unknown))
+            pending.append(
+                _refused(data.index, denied)
+                if denied
+                else _produce_partition(manager, name, data, body, unknown)
+            )
     results = iter(await asyncio.gather(*pending))
     responses = [
         {
@@ -60,6 +67,10 @@ async def _produce_partition(
     except KafkaError as exc:
         return _partition_error(data.index, exc)
     return _partition_success(data.index, result)
+
+
+async def _refused(index: int, error: KafkaError) -> dict[str, Any]:
+    return _partition_error(index, error)
 
 
 def _partition_success(index: int, result: AppendResult) -> dict[str, Any]:

@@ -9,6 +9,7 @@ without writing.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,7 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DEFAULT = -1
 """CreateTopics' "use the broker default" marker for partitions and replication factor."""
+ZERO_UUID = uuid.UUID(int=0)
 
 
 class MetadataController:
@@ -70,11 +72,19 @@ class MetadataController:
         assignments: Mapping[int, Sequence[int]] | None = None,
         configs: Mapping[str, str | None] | None = None,
         validate_only: bool = False,
+        topic_id: uuid.UUID | None = None,
     ) -> TopicRecord:
+        """``topic_id`` is CreateTopics v8's ``MirrorInfo.TopicId``: the source cluster's id,
+        refused if another topic here has it. KIP-1279 also requires every replica of the
+        assignment to be live (not fenced, not shutting down), so that a stale log dir of
+        an earlier topic with this id is never taken for the current one (KAFKA-16234);
+        replicas are only ever planned or accepted on live brokers, which covers it."""
         problem = topic_name_error(name)
         if problem:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
         self._check_collision(name)
+        if topic_id is not None:
+            self._check_topic_id_unused(topic_id)
         overrides = dict(configs or {})
         try:
             validate_topic_configs(overrides)
@@ -83,7 +93,7 @@ class MetadataController:
         replicas = self._plan_replicas(num_partitions, replication_factor, assignments)
         record = TopicRecord(
             name=name,
-            topic_id=new_topic_id(),
+            topic_id=new_topic_id() if topic_id is None else topic_id,
             configs={k: v for k, v in overrides.items() if v is not None},
             partitions=tuple(
                 PartitionAssignment(p, r, leader=r[0], leader_epoch=0, isr=r)
@@ -98,6 +108,16 @@ class MetadataController:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
         await self._on_change()
         return record
+
+    def _check_topic_id_unused(self, topic_id: uuid.UUID) -> None:
+        if topic_id == ZERO_UUID:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "The mirror topic id must not be zero.")
+        other = self._snapshot().topic_by_id(topic_id)
+        if other is not None:
+            raise KafkaError(
+                ErrorCode.TOPIC_ALREADY_EXISTS,
+                f"Topic id {topic_id} is already used by topic '{other.name}'.",
+            )
 
     def _check_collision(self, name: str) -> None:
         existing = self._snapshot().topics

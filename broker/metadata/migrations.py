@@ -14,8 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mirrorsim.broker.metadata import schema
 from sqlalchemy import Connection, select, text
+
+from mirrorsim.broker.metadata import schema
 
 Migration = Callable[[Connection], None]
 
@@ -35,7 +36,16 @@ def _add_transaction_tables(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
-MIGRATIONS: list[Migration] = [_create_initial_tables, _add_transaction_tables]
+def _add_security_tables(conn: Connection) -> None:
+    for table in (schema.scram_credentials, schema.broker_listeners):
+        table.create(conn, checkfirst=True)
+
+
+MIGRATIONS: list[Migration] = [
+    _create_initial_tables,
+    _add_transaction_tables,
+    _add_security_tables,
+]
 
 
 def current_version(conn: Connection) -> int:

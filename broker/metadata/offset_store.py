@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Row, and_, delete, select, tuple_, update
 
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.store import MetadataStore
-from sqlalchemy import and_, delete, select, tuple_, update
 
 
 class SqlOffsetStore:
@@ -18,6 +20,9 @@ class SqlOffsetStore:
 
     async def load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         return await asyncio.to_thread(self._load_all)
+
+    async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        return await asyncio.to_thread(self._load_group, group_id)
 
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
@@ -31,19 +36,19 @@ class SqlOffsetStore:
         await asyncio.to_thread(self._delete_group, group_id)
 
     def _load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
-        table = schema.group_offsets
         result: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         with self._store.engine.begin() as conn:
-            for row in conn.execute(select(table)):
+            for row in conn.execute(select(schema.group_offsets)):
                 result.setdefault(row.group_id, {})[TopicPartition(row.topic, row.partition)] = (
-                    CommittedOffset(
-                        committed_offset=row.committed_offset,
-                        leader_epoch=row.leader_epoch,
-                        metadata=row.metadata,
-                        commit_timestamp=row.commit_timestamp,
-                    )
+                    _committed(row)
                 )
         return result
+
+    def _load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        table = schema.group_offsets
+        with self._store.engine.begin() as conn:
+            rows = conn.execute(select(table).where(table.c.group_id == group_id))
+            return {TopicPartition(row.topic, row.partition): _committed(row) for row in rows}
 
     def _commit(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
         table = schema.group_offsets
@@ -85,3 +90,12 @@ class SqlOffsetStore:
         table = schema.group_offsets
         with self._store.engine.begin() as conn:
             conn.execute(delete(table).where(table.c.group_id == group_id))
+
+
+def _committed(row: Row[Any]) -> CommittedOffset:
+    return CommittedOffset(
+        committed_offset=row.committed_offset,
+        leader_epoch=row.leader_epoch,
+        metadata=row.metadata,
+        commit_timestamp=row.commit_timestamp,
+    )

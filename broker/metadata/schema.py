@@ -138,3 +138,23 @@ txn_coordinator_epoch = Table(
     Column("id", Integer, primary_key=True),
     Column("epoch", Integer, nullable=False),
 )
+
+scram_credentials = Table(
+    "scram_credentials",
+    metadata,
+    Column("username", String(255), primary_key=True),
+    Column("mechanism", String(32), primary_key=True),
+    Column("salt", Text, nullable=False),
+    Column("stored_key", Text, nullable=False),
+    Column("server_key", Text, nullable=False),
+    Column("iterations", Integer, nullable=False),
+)
+
+broker_listeners = Table(
+    "broker_listeners",
+    metadata,
+    Column("broker_id", Integer, primary_key=True),
+    Column("listener", String(255), primary_key=True),
+    Column("host", String(255), nullable=False),
+    Column("port", Integer, nullable=False),
+)

@@ -17,6 +17,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, select, update
+from sqlalchemy.engine import make_url
+
 from mirrorsim.broker.auth.acl import (
     AclBinding,
     AclFilter,
@@ -37,8 +40,6 @@ from mirrorsim.broker.metadata.models import (
     UnknownTopicError,
 )
 from mirrorsim.broker.metadata.view import ClusterSnapshot
-from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, select, update
-from sqlalchemy.engine import make_url
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CLUSTER_DEFAULT = ""

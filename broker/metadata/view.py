@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mirrorsim.broker.config import BrokerConfigLayers
+from mirrorsim.broker.config import BrokerConfigLayers, topic_configs_with_broker_defaults
 from mirrorsim.broker.metadata.models import BrokerRegistration, TopicRecord
 from mirrorsim.broker.replica.partition_state import PartitionState
 
@@ -41,7 +41,11 @@ class ClusterSnapshot:
         return next((t for t in self.topics.values() if t.topic_id == topic_id), None)
 
 
-def partition_states(topic: TopicRecord) -> list[PartitionState]:
+def partition_states(
+    topic: TopicRecord, layers: BrokerConfigLayers | None = None
+) -> list[PartitionState]:
+    """The topic's partitions with the configs they run with (broker defaults applied)."""
+    configs = topic_configs_with_broker_defaults(topic.configs, layers or BrokerConfigLayers())
     return [
         PartitionState(
             topic=topic.name,
@@ -51,19 +55,24 @@ def partition_states(topic: TopicRecord) -> list[PartitionState]:
             leader_epoch=p.leader_epoch,
             replicas=p.replicas,
             isr=p.isr,
-            configs=dict(topic.configs),
+            configs=dict(configs),
         )
         for p in topic.partitions
     ]
 
 
 def partition_changes(
-    old: Mapping[str, TopicRecord], new: Mapping[str, TopicRecord]
+    old: Mapping[str, TopicRecord],
+    new: Mapping[str, TopicRecord],
+    *,
+    old_layers: BrokerConfigLayers | None = None,
+    new_layers: BrokerConfigLayers | None = None,
 ) -> tuple[list[PartitionState], list[tuple[str, int]]]:
     """(partition states that appeared or changed, partitions that disappeared).
 
     A topic deleted and re-created under the same name has a new topic id: its old
-    partitions are reported removed and its new ones changed.
+    partitions are reported removed and its new ones changed. A broker-level config
+    change (``old_layers`` to ``new_layers``) changes every partition it reaches.
     """
     changed: list[PartitionState] = []
     removed: list[tuple[str, int]] = []
@@ -74,9 +83,11 @@ def partition_changes(
     for name, after in new.items():
         before = old.get(name)
         previous = (
-            {s.partition: s for s in partition_states(before)}
+            {s.partition: s for s in partition_states(before, old_layers)}
             if before is not None and before.topic_id == after.topic_id
             else {}
         )
-        changed.extend(s for s in partition_states(after) if previous.get(s.partition) != s)
+        changed.extend(
+            s for s in partition_states(after, new_layers) if previous.get(s.partition) != s
+        )
     return changed, removed

@@ -16,6 +16,8 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from mirrorsim.broker.network.listener_spec import ListenerSpec
+from mirrorsim.broker.network.session import SecuritySession, principal_from_certificate
 from mirrorsim.protocol.framing import FrameError, FrameSplitter
 
 log = logging.getLogger(__name__)
@@ -43,6 +45,7 @@ class Connection:
         writer: asyncio.StreamWriter,
         dispatch: Dispatch,
         limits: ConnectionLimits,
+        listener: ListenerSpec,
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -55,6 +58,10 @@ class Connection:
         peer = writer.get_extra_info("peername") or ("?", 0)
         self.client_host: str = str(peer[0])
         self.peer = f"{peer[0]}:{peer[1]}"
+        tls = writer.get_extra_info("ssl_object")
+        self.session = SecuritySession.start(
+            listener, principal_from_certificate(tls.getpeercert() if tls else None)
+        )
         self._reader_task: asyncio.Task[None] | None = None
         self._processor_task: asyncio.Task[None] | None = None
 
@@ -133,6 +140,9 @@ class Connection:
                     await self._writer.drain()
                 except (ConnectionError, OSError):
                     return
+            if self.session.close_after_response:
+                log.info("connection %s closed: SASL authentication failed", self.peer)
+                return
             self._last_activity = time.monotonic()
 
 

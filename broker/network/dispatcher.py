@@ -16,6 +16,7 @@ from typing import Any
 from mirrorsim.broker.handlers.api_versions import unsupported_version_response
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
 from mirrorsim.broker.network.connection import CloseConnection, Connection
+from mirrorsim.broker.network.sasl_gate import check_authenticated
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
     FrameError,
@@ -50,12 +51,17 @@ class Dispatcher:
                 f"unsupported version {version} of api key {api_key}; supported "
                 f"{registration.min_version}..{registration.max_version}"
             )
+        check_authenticated(conn.session, api_key)
         try:
             request = decode_request(frame)
         except FrameError as exc:
             raise CloseConnection(f"malformed request: {exc}") from None
         ctx = RequestContext(
-            header=request.header, broker=self._broker, client_host=conn.client_host
+            header=request.header,
+            broker=self._broker,
+            client_host=conn.client_host,
+            principal=conn.session.principal,
+            session=conn.session,
         )
         started = time.perf_counter()
         try:

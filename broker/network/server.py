@@ -8,32 +8,49 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 
 from mirrorsim.broker.network.connection import Connection, ConnectionLimits, Dispatch
+from mirrorsim.broker.network.listener_spec import ListenerSpec, SecurityProtocol
 
 log = logging.getLogger(__name__)
 
 
 class KafkaServer:
-    def __init__(self, host: str, port: int, dispatch: Dispatch, limits: ConnectionLimits) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        dispatch: Dispatch,
+        limits: ConnectionLimits,
+        *,
+        listener: ListenerSpec | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.host = host
         self.port = port
+        self.listener = listener or ListenerSpec(
+            "PLAINTEXT", SecurityProtocol.PLAINTEXT, host, port
+        )
+        self._ssl_context = ssl_context
         self._dispatch = dispatch
         self._limits = limits
         self._server: asyncio.Server | None = None
         self._connections: dict[Connection, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self.port, ssl=self._ssl_context
+        )
         self.port = self._server.sockets[0].getsockname()[1]
-        log.info("listening on %s:%d", self.host, self.port)
+        log.info("listener %s listening on %s:%d", self.listener.name, self.host, self.port)
 
     @property
     def connection_count(self) -> int:
         return len(self._connections)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = Connection(reader, writer, self._dispatch, self._limits)
+        conn = Connection(reader, writer, self._dispatch, self._limits, self.listener)
         task = asyncio.current_task()
         assert task is not None
         self._connections[conn] = task

@@ -1,0 +1,80 @@
+"""Listener names, their security protocols and the parsing of ``listeners``.
+
+Kept apart from the servers so that connections and handlers can name a listener
+without importing the networking code.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class SecurityProtocol(enum.Enum):
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def uses_tls(self) -> bool:
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+
+
+class ListenerConfigError(ValueError):
+    """A ``listeners`` value Kafka would refuse at startup."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSpec:
+    name: str
+    protocol: SecurityProtocol
+    host: str
+    port: int
+
+
+def parse_protocol_map(entries: list[str]) -> dict[str, SecurityProtocol]:
+    mapping: dict[str, SecurityProtocol] = {}
+    for entry in entries:
+        name, sep, protocol = entry.partition(":")
+        if not sep:
+            raise ListenerConfigError(f"Invalid listener.security.protocol.map entry {entry!r}")
+        try:
+            mapping[name.strip().upper()] = SecurityProtocol(protocol.strip().upper())
+        except ValueError:
+            raise ListenerConfigError(f"Unknown security protocol {protocol!r}") from None
+    return mapping
+
+
+def parse_listeners(
+    listeners: list[str] | None,
+    protocol_map: dict[str, SecurityProtocol],
+    *,
+    default_host: str,
+    default_port: int,
+) -> list[ListenerSpec]:
+    """``NAME://host:port`` entries; an empty host means ``default_host`` (Kafka: all
+    interfaces; here the broker's host so the advertised endpoint is dialable)."""
+    if not listeners:
+        return [ListenerSpec("PLAINTEXT", SecurityProtocol.PLAINTEXT, default_host, default_port)]
+    specs = []
+    for entry in listeners:
+        name, sep, address = entry.partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ListenerConfigError(f"Invalid listener {entry!r}: expected NAME://host:port")
+        name = name.upper()
+        if name not in protocol_map:
+            raise ListenerConfigError(
+                f"No security protocol defined for listener {name} "
+                "in listener.security.protocol.map"
+            )
+        specs.append(ListenerSpec(name, protocol_map[name], host or default_host, int(port)))
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise ListenerConfigError(f"Each listener must have a different name: {names}")
+    return specs

@@ -1,0 +1,128 @@
+"""Kafka's ``listeners``: one TCP server per ``NAME://host:port``, each with its security
+protocol from ``listener.security.protocol.map``.
+
+Without ``listeners`` the broker has exactly one PLAINTEXT listener on the host and port
+it was constructed with, so nothing changes for a broker that does not ask for security.
+The inter-broker listener (``inter.broker.listener.name``, default the first one) is the
+endpoint registered in the metadata store: the one other brokers and internal clients
+dial. Every listener's endpoint is advertised to clients connected on that listener.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from typing import Any
+
+from mirrorsim.broker.network.connection import ConnectionLimits, Dispatch
+from mirrorsim.broker.network.listener_spec import (
+    ListenerConfigError,
+    ListenerSpec,
+    parse_listeners,
+    parse_protocol_map,
+)
+from mirrorsim.broker.network.server import KafkaServer
+
+_CLIENT_AUTH = {
+    "none": ssl.CERT_NONE,
+    "requested": ssl.CERT_OPTIONAL,
+    "required": ssl.CERT_REQUIRED,
+}
+
+
+def server_ssl_context(config: Callable[[str], Any]) -> ssl.SSLContext:
+    """TLS server context from PEM files: ``ssl.keystore.location`` holds the certificate
+    chain (and the key unless ``ssl.key.location`` names it); ``ssl.truststore.location``
+    holds the CAs that client certificates must chain to."""
+    keystore = config("ssl.keystore.location")
+    if not keystore:
+        raise ListenerConfigError("An SSL listener needs ssl.keystore.location (a PEM file)")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(
+        keystore, config("ssl.key.location") or None, config("ssl.key.password") or None
+    )
+    context.verify_mode = _CLIENT_AUTH[config("ssl.client.auth")]
+    truststore = config("ssl.truststore.location")
+    if truststore:
+        context.load_verify_locations(cafile=truststore)
+    elif context.verify_mode != ssl.CERT_NONE:
+        raise ListenerConfigError("ssl.client.auth needs ssl.truststore.location")
+    return context
+
+
+class Listeners:
+    """Every listener's server behind the single-server interface the broker uses."""
+
+    def __init__(self, servers: list[KafkaServer], inter_broker: str) -> None:
+        self._servers = servers
+        self._inter_broker = next(s for s in servers if s.listener.name == inter_broker)
+
+    @classmethod
+    def from_config(
+        cls,
+        host: str,
+        port: int,
+        dispatch: Dispatch,
+        limits: ConnectionLimits,
+        config: Callable[[str], Any],
+    ) -> Listeners:
+        specs = parse_listeners(
+            config("listeners"),
+            parse_protocol_map(config("listener.security.protocol.map")),
+            default_host=host,
+            default_port=port,
+        )
+        inter_broker = (config("inter.broker.listener.name") or specs[0].name).upper()
+        if inter_broker not in {s.name for s in specs}:
+            raise ListenerConfigError(
+                f"inter.broker.listener.name {inter_broker} is not one of the listeners"
+            )
+        tls = server_ssl_context(config) if any(s.protocol.uses_tls for s in specs) else None
+        servers = [
+            KafkaServer(
+                spec.host,
+                spec.port,
+                dispatch,
+                limits,
+                listener=spec,
+                ssl_context=tls if spec.protocol.uses_tls else None,
+            )
+            for spec in specs
+        ]
+        return cls(servers, inter_broker)
+
+    @property
+    def host(self) -> str:
+        return self._inter_broker.host
+
+    @property
+    def port(self) -> int:
+        """The inter-broker listener's bound port: the one registered for this broker."""
+        return self._inter_broker.port
+
+    @property
+    def inter_broker_listener(self) -> ListenerSpec:
+        return self._inter_broker.listener
+
+    @property
+    def connection_count(self) -> int:
+        return sum(s.connection_count for s in self._servers)
+
+    def endpoints(self) -> dict[str, tuple[str, int]]:
+        """Listener name -> bound (host, port)."""
+        return {s.listener.name: (s.host, s.port) for s in self._servers}
+
+    async def start(self) -> None:
+        started: list[KafkaServer] = []
+        try:
+            for server in self._servers:
+                await server.start()
+                started.append(server)
+        except BaseException:
+            for server in started:
+                await server.stop(0)
+            raise
+
+    async def stop(self, drain_timeout_s: float) -> None:
+        for server in self._servers:
+            await server.stop(drain_timeout_s)
