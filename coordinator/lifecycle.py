@@ -141,7 +141,7 @@ class MirrorLifecycle:
             configs = dict(self._broker.snapshot.topics[topic].configs)
             configs.pop(MIRROR_NAME, None)
             await self._broker.controller.set_topic_configs(topic, configs)
-        self._coordinator.states.delete_mirror_local(name)
+        await self._coordinator.states.delete_mirror(name, set(topics))
         await asyncio.to_thread(self._broker.store.delete_mirror, name)
         await self._coordinator.sources.close(name)
         await self._broker.refresh_metadata()

@@ -13,8 +13,10 @@ Entry actions:
 
 - PREPARING: ask the source for the last mirrored epoch (LastMirroredEpochs; -1 when it
   knows none or lacks the API) and cut the log at the first local epoch above it, then
-  TRUNCATION_COMPLETE (the wait for the other ISR members is not implemented: mirror
-  partitions are expected to have one replica for now, see docs/mirroring.md);
+  wait until every ISR member (every replica with
+  ``mirror.support.unclean.leader.election``) has cut its log too
+  (``replica_truncation``), polling; TRUNCATION_COMPLETE, or FAILURE when they do not
+  within ``replica.lag.time.max.ms``;
 - MIRRORING: hand the partition to the MirrorFetcherManager;
 - PAUSING: remove its fetcher, then FETCHERS_REMOVED;
 - STOPPING (failover): keep the partition read-only, remove its fetcher, cut to a
@@ -23,9 +25,12 @@ Entry actions:
   epoch, then STOP_COMPLETE; only then does the partition accept produce requests;
 - FAILED: remove its fetcher.
 
-A partition that loses leadership is forgotten here (the new leader loads its state);
-one whose state is MIRRORING but has no fetcher (this broker just became leader, or
-restarted) takes LEADER_ELECTED and prepares again.
+A partition that loses leadership is forgotten here (the new leader loads its state).
+A leader that loads a stored MIRRORING state (it just became leader, or restarted)
+resumes fetching without preparing again: its log is a prefix of what the source had
+(it was in the ISR, or every replica took the LME cut), and the first fetch's
+diverging-epoch answer cuts whatever the source no longer has, at the exact offset. A
+partition found MIRRORING without a fetcher otherwise takes LEADER_ELECTED.
 """
 
 from __future__ import annotations
@@ -39,6 +44,12 @@ from typing import Any
 
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
+from mirrorsim.coordinator.replica_truncation import (
+    FollowerFetch,
+    ReplicaTruncationCheck,
+    TruncationWait,
+)
 from mirrorsim.coordinator.source_clusters import SourceClusters
 from mirrorsim.coordinator.state_client import MirrorStateClient, StateUpdate
 from mirrorsim.coordinator.state_machine import (
@@ -71,6 +82,8 @@ from mirrorsim.protocol.records.control import TransactionMarker
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.2
+PREPARING_POLL_S = 0.05
+SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
 NO_EPOCH = -1
 S = MirrorPartitionState
 Key = tuple[str, int]
@@ -86,6 +99,7 @@ class MirrorPartitionStatus:
     source_high_watermark: int = -1
     failure: str | None = None
     relocating: bool = False
+    truncated_at_ms: int | None = None
 
 
 class MirrorCoordinator:
@@ -208,6 +222,7 @@ class MirrorCoordinator:
             MirrorPartitionKey(mirror, topic_id, topic, index),
             stored.state,
             last_mirror_epoch=stored.last_mirror_epoch,
+            relocating=stored.state is S.MIRRORING,
         )
         self.partitions[(topic, index)] = status
         return status
@@ -234,6 +249,7 @@ class MirrorCoordinator:
             new.name,
         )
         status.state = new
+        status.truncated_at_ms = None
         if new is S.MIRRORING:
             await self._start_fetching(status)
         elif new in (S.PAUSING, S.FAILED, S.PREPARING):
@@ -252,8 +268,7 @@ class MirrorCoordinator:
     ) -> MirrorEvent | None:
         """The work of a transient state, and the event that completes it."""
         if status.state is S.PREPARING:
-            await self._truncate_to_last_mirrored_epoch(status)
-            return MirrorEvent.TRUNCATION_COMPLETE
+            return await self._prepare(status)
         if status.state is S.PAUSING:
             self.fetchers.remove_partition((status.key.topic, status.key.partition))
             return MirrorEvent.FETCHERS_REMOVED
@@ -263,6 +278,47 @@ class MirrorCoordinator:
         return None
 
     # -- entry actions -------------------------------------------------------------------
+
+    async def _prepare(self, status: MirrorPartitionStatus) -> MirrorEvent | None:
+        """LME cut here, then wait for the followers' cuts; None while still waiting."""
+        key = (status.key.topic, status.key.partition)
+        partition = self._broker.replica_manager.partition(*key)
+        if status.truncated_at_ms is None:
+            await self._truncate_to_last_mirrored_epoch(status)
+            status.truncated_at_ms = partition.clock()
+        check = self._replica_truncation_check(status, partition)
+        followers = {
+            replica: FollowerFetch(progress.log_end_offset, progress.last_fetch_ms)
+            for replica, progress in partition.followers.items()
+        }
+        outcome = check.outcome(followers, partition.clock())
+        if outcome is TruncationWait.COMPLETE:
+            return MirrorEvent.TRUNCATION_COMPLETE
+        if outcome is TruncationWait.TIMED_OUT:
+            status.failure = (
+                f"replicas {check.pending(followers)} (ISR {list(check.isr)}) did not complete "
+                f"the last mirrored epoch truncation within {check.timeout_ms} ms"
+            )
+            return MirrorEvent.FAILURE
+        asyncio.get_running_loop().call_later(PREPARING_POLL_S, self.kick, key)
+        return None
+
+    def _replica_truncation_check(
+        self, status: MirrorPartitionStatus, partition: Any
+    ) -> ReplicaTruncationCheck:
+        assert status.truncated_at_ms is not None
+        topic = self._broker.snapshot.topics[status.key.topic]
+        support = str(topic.configs.get(SUPPORT_UNCLEAN_ELECTION, "false")).lower() == "true"
+        return ReplicaTruncationCheck(
+            leader=self._broker.broker_id,
+            replicas=tuple(partition.state.replicas),
+            isr=tuple(partition.state.isr),
+            min_insync_replicas=partition.state.min_insync_replicas(),
+            all_replicas_required=support,
+            leader_log_end_offset=partition.log_end_offset,
+            truncated_at_ms=status.truncated_at_ms,
+            timeout_ms=int(self._broker.config("replica.lag.time.max.ms")),
+        )
 
     async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> None:
         key = status.key
@@ -319,14 +375,7 @@ class MirrorCoordinator:
     async def _bump_leader_epoch(
         self, topic: str, assignment: PartitionAssignment, epoch: int
     ) -> None:
-        current = self._broker.replica_manager.partition(topic, assignment.partition)
-        if current.leader_epoch >= epoch:
-            return
-        bumped = PartitionAssignment(
-            assignment.partition, assignment.replicas, assignment.leader, epoch, assignment.isr
-        )
-        await asyncio.to_thread(self._broker.store.update_partition, topic, bumped)
-        await self._broker.refresh_metadata()
+        await bump_leader_epochs(self._broker, topic, {assignment.partition: epoch})
 
     def _append_pid_reset(self, topic: str, partition: int, source_cluster_id: str) -> None:
         reset = build_control_batch(

@@ -27,6 +27,7 @@ from typing import ClassVar, Self
 from kio.serial import entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32
+
 from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
 from mirrorsim.protocol.messages.mirror_state_records import (
     LAST_MIRROR_EPOCHS_RECORD_TYPE,
@@ -196,7 +197,9 @@ class MirrorStateStore:
             mirror_name=key.mirror, topic_id=key.topic_id, partition=i32(key.partition)
         )
         value = MirrorPartitionStateValue(
-            topic_name=key.topic, partition=i32(key.partition), state=i8(int(state))  # type: ignore[arg-type]
+            topic_name=key.topic,
+            partition=i32(key.partition),
+            state=i8(int(state)),  # type: ignore[arg-type]
         )
         return MirrorStateRecord(
             _encode_partition_state_key(record_key), encode_mirror_state_value(value)
@@ -209,24 +212,7 @@ class MirrorStateStore:
 
         ``updates`` maps (topic, partition) to its last mirrored epoch.
         """
-        merged = {**self._epochs.get(mirror, {}), **updates}
-        by_topic: dict[str, list[LastMirrorEpochsPartition]] = {}
-        for (topic, partition), epoch in sorted(merged.items()):
-            by_topic.setdefault(topic, []).append(
-                LastMirrorEpochsPartition(
-                    partition_index=i32(partition), last_mirror_epoch=i32(epoch)
-                )
-            )
-        value = LastMirrorEpochsValue(
-            topics=tuple(
-                LastMirrorEpochsTopic(name=topic, partitions=tuple(parts))  # type: ignore[arg-type]
-                for topic, parts in by_topic.items()
-            )
-        )
-        return MirrorStateRecord(
-            encode_mirror_state_key(LastMirrorEpochsKey(mirror_name=mirror)),
-            encode_mirror_state_value(value),
-        )
+        return _epochs_snapshot(mirror, {**self._epochs.get(mirror, {}), **updates})
 
     def mirror_tombstones(self, mirror: str) -> list[MirrorStateRecord]:
         """Tombstones for every record of ``mirror`` here (DeleteMirror)."""
@@ -249,6 +235,36 @@ class MirrorStateStore:
                 )
             )
         return tombstones
+
+    def topic_tombstones(self, mirror: str, topics: set[str]) -> list[MirrorStateRecord]:
+        """Tombstones for ``topics`` of ``mirror`` (WriteMirrorStates' RemovedTopics): their
+        state records, and the LME snapshot rewritten without them (a tombstone if empty)."""
+        records = [
+            MirrorStateRecord(
+                _encode_partition_state_key(
+                    MirrorPartitionStateKeyV1(
+                        mirror_name=entry.key.mirror,
+                        topic_id=entry.key.topic_id,
+                        partition=i32(entry.key.partition),
+                    )
+                ),
+                None,
+            )
+            for entry in sorted(self._states.values(), key=lambda e: str(e.key))
+            if entry.key.mirror == mirror and entry.key.topic in topics
+        ]
+        epochs = self._epochs.get(mirror)
+        if epochs is not None and any(topic in topics for topic, _ in epochs):
+            kept = {k: e for k, e in epochs.items() if k[0] not in topics}
+            if kept:
+                records.append(_epochs_snapshot(mirror, kept))
+            else:
+                records.append(
+                    MirrorStateRecord(
+                        encode_mirror_state_key(LastMirrorEpochsKey(mirror_name=mirror)), None
+                    )
+                )
+        return records
 
     # -- replay --------------------------------------------------------------------------
 
@@ -302,3 +318,22 @@ class MirrorStateStore:
             for topic in decoded.topics
             for p in topic.partitions
         }
+
+
+def _epochs_snapshot(mirror: str, epochs: Mapping[tuple[str, int], int]) -> MirrorStateRecord:
+    """The LME snapshot record of ``mirror`` holding exactly ``epochs``."""
+    by_topic: dict[str, list[LastMirrorEpochsPartition]] = {}
+    for (topic, partition), epoch in sorted(epochs.items()):
+        by_topic.setdefault(topic, []).append(
+            LastMirrorEpochsPartition(partition_index=i32(partition), last_mirror_epoch=i32(epoch))
+        )
+    value = LastMirrorEpochsValue(
+        topics=tuple(
+            LastMirrorEpochsTopic(name=topic, partitions=tuple(parts))  # type: ignore[arg-type]
+            for topic, parts in by_topic.items()
+        )
+    )
+    return MirrorStateRecord(
+        encode_mirror_state_key(LastMirrorEpochsKey(mirror_name=mirror)),
+        encode_mirror_state_value(value),
+    )

@@ -196,3 +196,27 @@ class MirrorStateClient:
         for index, store in self._topic.stores().items():
             tombstones: list[MirrorStateRecord] = store.mirror_tombstones(mirror)
             self._topic.append(index, tombstones)
+
+    def remove_topics_local(self, mirror: str, topics: set[str]) -> None:
+        """Tombstone ``topics`` of ``mirror`` in the stores this broker leads."""
+        for index, store in self._topic.stores().items():
+            self._topic.append(index, store.topic_tombstones(mirror, topics))
+
+    async def delete_mirror(self, mirror: str, topics: set[str]) -> None:
+        """DeleteMirror: tombstones here, and WriteMirrorStates(RemovedTopics) to every
+        other broker leading a ``__mirror_state`` partition."""
+        self.delete_mirror_local(mirror)
+        if not self._topic.exists:
+            return
+        me = self._broker.broker_id
+        others = {self._topic.leader_of(i) for i in range(self._topic.num_partitions())} - {me}
+        for node in sorted(others):
+            if node < 0:
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            client = await self._peer_client()
+            spec = RequestSpec(
+                MirrorApiKey.WRITE_MIRROR_STATES,
+                {"mirror_name": mirror, "topics": [], "removed_topics": sorted(topics)},
+            )
+            response = await client.send_to_node(node, spec)
+            raise_for_error(response.error_code, response.error_message)

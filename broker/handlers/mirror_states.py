@@ -1,4 +1,4 @@
-"""Mirror state RPCs: ReadMirrorStates, WriteMirrorStates, LastMirroredEpochs, DescribeMirrors.
+"""Mirror state RPCs: Read/WriteMirrorStates, LastMirroredEpochs, DescribeMirrors, BumpLeaderEpochs.
 
 ReadMirrorStates (100) and WriteMirrorStates (101) are the coordinator's inter-broker
 calls: they are served from the ``__mirror_state`` partitions this broker leads, and a
@@ -6,6 +6,9 @@ partition it does not lead answers COORDINATOR_NOT_AVAILABLE. LastMirroredEpochs
 what a failing-back destination asks this cluster (its new source); it is answered
 through the coordinator of each partition, wherever that is. DescribeMirrors (99)
 reports the mirror partitions this broker leads (the Admin client asks every broker).
+WriteMirrorStates' RemovedTopics tombstones those topics of the mirror in the partitions
+this broker leads (DeleteMirror sends it to every other coordinator). BumpLeaderEpochs
+(105) needs CLUSTER_ACTION, like Kafka's other broker-to-controller calls.
 """
 
 from __future__ import annotations
@@ -13,11 +16,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
 from mirrorsim.coordinator.state_client import StateUpdate
 from mirrorsim.coordinator.state_machine import MirrorPartitionState, parse_mirror_name
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -78,7 +82,41 @@ async def write_mirror_states(ctx: RequestContext, body: Any) -> Any:
                 code = ErrorCode.NONE
             partitions.append({"partition_index": index, "error_code": code})
         topics.append({"name": topic.name, "partitions": partitions})
+    if body.removed_topics:
+        states.remove_topics_local(body.mirror_name, set(body.removed_topics))
     return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
+
+
+@handles(MirrorApiKey.BUMP_LEADER_EPOCHS, min_version=0, max_version=0)
+async def bump_leader_epochs_handler(ctx: RequestContext, body: Any) -> Any:
+    manager = ctx.broker.replica_manager
+    allowed = await is_authorized(
+        ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    )
+    topics = []
+    for topic in body.topics:
+        name = manager.topic_name(topic.topic_id) if topic.topic_id else None
+        indexes = [int(p.partition_index) for p in topic.partitions]
+        code = ErrorCode.NONE
+        if not allowed:
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        elif name is None:
+            code = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            minimums = {int(p.partition_index): int(p.min_leader_epoch) for p in topic.partitions}
+            try:
+                await bump_leader_epochs(ctx.broker, name, minimums)
+            except KafkaError as exc:
+                code = exc.code
+        topics.append(
+            {
+                "topic_name": name or "",
+                "partitions": [{"partition_index": i, "error_code": code} for i in indexes],
+            }
+        )
+    return respond(
+        body, {"throttle_time": NO_THROTTLE, "error_code": ErrorCode.NONE, "topics": topics}
+    )
 
 
 @handles(MirrorApiKey.LAST_MIRRORED_EPOCHS, min_version=0, max_version=0)

@@ -1,0 +1,77 @@
+"""When every destination replica of a PREPARING mirror partition has taken the LME cut.
+
+The leader cuts its own log at the LME; its followers cut theirs by following it (their
+next Fetch carries a last fetched epoch the leader no longer has, the diverging-epoch
+answer makes them truncate). The leader sees a follower's log end offset only in the
+fetches that passed epoch fencing and found no divergence, so a follower has completed the
+truncation once such a fetch, made after the leader's cut, asked for an offset at or below
+the leader's log end offset: nothing past the cut is left on it.
+
+Whose cut the leader waits for (spec, "Log Convergence" and "Unclean Leader Election"):
+every ISR member; with ``mirror.support.unclean.leader.election`` every replica, which
+must also be back in the ISR, so that no replica that later wins an unclean election
+still holds epochs above the LME. An ISR smaller than ``min.insync.replicas`` is not
+enough either (spec: skip and retry). Replicas that do not make it within the timeout
+fail the partition.
+
+Sans I/O: the coordinator passes what the partition knows, this module decides.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+
+class TruncationWait(enum.Enum):
+    COMPLETE = "every required replica has truncated"
+    WAITING = "some required replica has not truncated yet"
+    TIMED_OUT = "some required replica did not truncate in time"
+
+
+@dataclass(frozen=True, slots=True)
+class FollowerFetch:
+    """The leader's view of a follower's latest counted fetch."""
+
+    log_end_offset: int
+    last_fetch_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaTruncationCheck:
+    leader: int
+    replicas: Sequence[int]
+    isr: Sequence[int]
+    min_insync_replicas: int
+    all_replicas_required: bool
+    leader_log_end_offset: int
+    truncated_at_ms: int
+    timeout_ms: int
+
+    def required(self) -> list[int]:
+        """Followers whose cut the leader waits for."""
+        members = self.replicas if self.all_replicas_required else self.isr
+        return [r for r in members if r != self.leader]
+
+    def pending(self, followers: Mapping[int, FollowerFetch]) -> list[int]:
+        """Required followers that have not shown a post-cut log yet."""
+        waiting = []
+        for replica in self.required():
+            fetch = followers.get(replica)
+            truncated = (
+                fetch is not None
+                and fetch.last_fetch_ms >= self.truncated_at_ms
+                and fetch.log_end_offset <= self.leader_log_end_offset
+            )
+            if not truncated or (self.all_replicas_required and replica not in self.isr):
+                waiting.append(replica)
+        return waiting
+
+    def outcome(self, followers: Mapping[int, FollowerFetch], now_ms: int) -> TruncationWait:
+        enough_isr = len(self.isr) >= self.min_insync_replicas
+        if enough_isr and not self.pending(followers):
+            return TruncationWait.COMPLETE
+        if now_ms - self.truncated_at_ms > self.timeout_ms:
+            return TruncationWait.TIMED_OUT
+        return TruncationWait.WAITING
