@@ -9,6 +9,11 @@ broker by a stable hash. Each task has its own connection whose client id,
 
 A partition whose source leader moved is looked up again and handed to the fetcher of
 the new leader; a task left without partitions closes.
+
+Every addition needs the source leader as it is now, so it needs a Metadata request
+issued after it was asked for. Additions arrive in bursts (a mirror of 1,000 partitions
+resumes as 1,000 additions), so each mirror keeps one Metadata request in flight and
+the additions that arrive meanwhile share the next one, for the union of their topics.
 """
 
 from __future__ import annotations
@@ -27,11 +32,25 @@ from mirrorsim.fetcher.task import MirrorFetcherTask, MirrorPartition, MirrorSin
 log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True)
+class _MetadataRefresh:
+    """One pending Metadata request of a mirror's source, shared by its waiters."""
+
+    topics: set[str]
+    done: asyncio.Future[None]
+
+
 @dataclass(frozen=True, slots=True)
 class FetcherKey:
     fetcher_id: int
     source_broker: int
     mirror: str
+
+
+def _retrieve(done: asyncio.Future[None]) -> None:
+    """Mark the outcome seen: every waiter may have been cancelled before it resolved."""
+    if not done.cancelled():
+        done.exception()
 
 
 def fetcher_client_id(broker_id: int, fetcher_id: int, mirror: str) -> str:
@@ -64,6 +83,9 @@ class MirrorFetcherManager:
         self._assignment: dict[Key, FetcherKey] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._creating: dict[FetcherKey, asyncio.Task[MirrorFetcherTask]] = {}
+        self._next_refresh: dict[str, _MetadataRefresh] = {}
+        self._refresh_locks: dict[str, asyncio.Lock] = {}
+        self._refreshing: set[asyncio.Task[None]] = set()
 
     @property
     def fetchers(self) -> dict[FetcherKey, MirrorFetcherTask]:
@@ -80,7 +102,7 @@ class MirrorFetcherManager:
         """Start copying ``topic-partition`` from the current source leader."""
         self.remove_partition((topic, partition))
         source: ClusterClient = await self._source_client(mirror)
-        await source.refresh_metadata([topic])
+        await self._refresh_source_metadata(mirror, source, topic)
         info = source.metadata.topics.get(topic)
         found = info.partitions.get(partition) if info is not None else None
         if found is None or found.leader_id < 0:
@@ -91,6 +113,40 @@ class MirrorFetcherManager:
         fetcher = await self._fetcher(fetcher_key, source)
         fetcher.add(MirrorPartition(topic, partition, topic_id, found.leader_epoch))
         self._assignment[(topic, partition)] = fetcher_key
+
+    async def _refresh_source_metadata(
+        self, mirror: str, source: ClusterClient, topic: str
+    ) -> None:
+        """Wait for a Metadata request that includes ``topic`` and starts after this call."""
+        pending = self._next_refresh.get(mirror)
+        if pending is None:
+            pending = _MetadataRefresh(set(), asyncio.get_running_loop().create_future())
+            pending.done.add_done_callback(_retrieve)
+            self._next_refresh[mirror] = pending
+            refreshing = asyncio.get_running_loop().create_task(
+                self._refresh(mirror, source, pending), name=f"source metadata {mirror}"
+            )
+            self._refreshing.add(refreshing)
+            refreshing.add_done_callback(self._refreshing.discard)
+        pending.topics.add(topic)
+        await asyncio.shield(pending.done)
+
+    async def _refresh(self, mirror: str, source: ClusterClient, pending: _MetadataRefresh) -> None:
+        try:
+            async with self._refresh_locks.setdefault(mirror, asyncio.Lock()):
+                if self._next_refresh.get(mirror) is pending:
+                    del self._next_refresh[mirror]
+                await source.refresh_metadata(sorted(pending.topics))
+        except asyncio.CancelledError:
+            pending.done.cancel()
+            raise
+        except Exception as exc:
+            pending.done.set_exception(exc)
+        else:
+            pending.done.set_result(None)
+        finally:
+            if self._next_refresh.get(mirror) is pending:
+                del self._next_refresh[mirror]
 
     def remove_partition(self, key: Key) -> None:
         """Stop copying ``key``; its fetcher drops any answer still in flight for it."""
@@ -146,9 +202,9 @@ class MirrorFetcherManager:
             stopping.add_done_callback(self._retiring.discard)
 
     async def shutdown(self) -> None:
-        for creating in list(self._creating.values()):
-            creating.cancel()
-        await asyncio.gather(*self._creating.values(), return_exceptions=True)
+        for pending in (*self._creating.values(), *self._refreshing):
+            pending.cancel()
+        await asyncio.gather(*self._creating.values(), *self._refreshing, return_exceptions=True)
         fetchers, self._fetchers = list(self._fetchers.values()), {}
         self._assignment.clear()
         await asyncio.gather(*(f.stop() for f in fetchers), *self._retiring, return_exceptions=True)
