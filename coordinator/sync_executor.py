@@ -1,0 +1,651 @@
+"""One metadata sync cycle of one mirror: read both clusters, apply the pure diffs.
+
+Theory of operation. The cycle first checks the source cluster id (a mismatch halts the
+cycle: syncing another cluster's topics, offsets and ACLs would corrupt the destination),
+then runs three stages, each reading its own views right before diffing them:
+
+- topics: Metadata and DescribeConfigs on the source, for the mirror's topics only; the
+  destination side is this broker's metadata snapshot. Only UNKNOWN_TOPIC_OR_PARTITION
+  (or no answer at all) means deleted: a topic the source reports with any other error
+  is left alone for the cycle rather than stopped. Operations are applied locally
+  through the metadata controller (a created mirror topic keeps the source topic id);
+- consumer group offsets: ListGroups and OffsetFetch on both clusters over the wire
+  (OffsetFetch v8+ batches every group a coordinator owns into one request); commits go
+  through the destination's group coordinator with OffsetCommit, as Kafka's Admin does;
+- ACLs: DescribeAcls on the source against the destination's ACL store.
+
+A failure inside a stage is logged and counted under that stage's metric and does not
+stop the later stages; a failure of one operation (one topic, one group) does not stop
+the others. Destination reads happen after the source reads, so a cycle never acts on a
+destination view older than the source view it compares with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from mirrorsim.broker.auth.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
+from mirrorsim.broker.config import MIRROR_NAME, TOPIC_CONFIGS
+from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
+from mirrorsim.broker.metadata.models import TopicExistsError
+from mirrorsim.broker.metrics.mirror import SyncError
+from mirrorsim.client.admin import Admin
+from mirrorsim.client.admin_types import ConfigResource, ConfigResourceType, ConsumerGroupListing
+from mirrorsim.client.cluster import ClusterClient, RequestSpec, versions_we_have
+from mirrorsim.client.errors import raise_for_error
+from mirrorsim.coordinator.state_machine import MirrorNameIntent, parse_mirror_name
+from mirrorsim.coordinator.sync import (
+    AclSyncOperation,
+    AlterTopicConfigs,
+    ClusterIdCheck,
+    CommitGroupOffsets,
+    CreateAcls,
+    CreateMirrorTopic,
+    CreatePartitions,
+    DeleteAcls,
+    GroupConflict,
+    GroupType,
+    GroupView,
+    MirrorSyncFilters,
+    MirrorTopic,
+    MirrorTopicStatus,
+    PatternList,
+    StopMirrorPartitions,
+    StopReason,
+    TopicOperation,
+    TopicPartition,
+    TopicView,
+    check_source_cluster_id,
+    diff_acls,
+    diff_groups,
+    diff_topics,
+    topic_overrides,
+)
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger(__name__)
+
+OFFSET_COMMIT_KEY = 8
+OFFSET_FETCH_KEY = 9
+FIND_COORDINATOR_KEY = 10
+GROUP_KEY_TYPE = 0
+FIRST_BATCHED_OFFSET_FETCH = 8
+GROUPS_PER_OFFSET_FETCH = 200
+CONCURRENT_COMMITS = 32
+ZERO_UUID = uuid.UUID(int=0)
+INACTIVE_GROUP_STATES = frozenset({"", "empty", "dead"})
+_STATUS_FOR_INTENT = {
+    MirrorNameIntent.MIRROR: MirrorTopicStatus.MIRRORING,
+    MirrorNameIntent.PAUSE: MirrorTopicStatus.PAUSED,
+    MirrorNameIntent.REMOVE: MirrorTopicStatus.STOPPED,
+}
+_COORDINATOR_MOVED = frozenset(
+    {
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    }
+)
+
+
+class MirrorTopicStopper(Protocol):
+    """Moves a mirror topic's partitions to STOPPED after its source topic went away."""
+
+    async def stop_mirror_topic(self, mirror: str, topic: str, reason: StopReason) -> None: ...
+
+
+@dataclass
+class SyncCycleReport:
+    """What one cycle of one mirror saw and did (returned by ``refresh_now``)."""
+
+    mirror: str
+    source_cluster_id: str | None = None
+    cluster_id_check: ClusterIdCheck | None = None
+    topic_operations: list[TopicOperation] = field(default_factory=list)
+    group_commits: list[CommitGroupOffsets] = field(default_factory=list)
+    group_conflicts: list[GroupConflict] = field(default_factory=list)
+    skipped_active_groups: list[str] = field(default_factory=list)
+    acl_operations: list[AclSyncOperation] = field(default_factory=list)
+    errors: collections.Counter[SyncError] = field(default_factory=collections.Counter)
+
+    @property
+    def halted(self) -> bool:
+        return self.cluster_id_check is not None and self.cluster_id_check.halts_sync
+
+
+def mirror_topics_of(mirror: str, topics: Mapping[str, Any]) -> list[MirrorTopic]:
+    """The destination topics whose ``mirror.name`` names ``mirror``, with their status."""
+    found = []
+    for name, record in topics.items():
+        parsed = parse_mirror_name(record.configs.get(MIRROR_NAME))
+        if parsed.mirror == mirror:
+            found.append(MirrorTopic(name, _STATUS_FOR_INTENT[parsed.intent]))
+    return found
+
+
+def to_broker_binding(binding: Any) -> AclBinding:
+    """The client's AclBinding (Admin's field order) as the broker's."""
+    return AclBinding(
+        ResourceType(int(binding.resource_type)),
+        binding.resource_name,
+        PatternType(int(binding.pattern_type)),
+        binding.principal,
+        binding.host,
+        AclOperation(int(binding.operation)),
+        AclPermissionType(int(binding.permission_type)),
+    )
+
+
+def exact_filter(binding: AclBinding) -> AclFilter:
+    return AclFilter(
+        binding.resource_type,
+        binding.resource_name,
+        binding.pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
+
+
+class MirrorSyncExecutor:
+    """Runs cycles against one destination broker; stateless across mirrors except for the
+    source cluster id recorded per mirror."""
+
+    def __init__(
+        self,
+        broker: Any,
+        *,
+        destination_admin: Callable[[], Awaitable[Admin]],
+        stopper: MirrorTopicStopper,
+        record_error: Callable[[SyncError], None],
+    ) -> None:
+        self._broker = broker
+        self._destination_admin = destination_admin
+        self._stopper = stopper
+        self._record_error = record_error
+        self.source_cluster_ids: dict[str, str] = {}
+
+    async def run_cycle(
+        self, mirror: str, mirror_config: Mapping[str, str], source: Admin
+    ) -> SyncCycleReport:
+        report = SyncCycleReport(mirror)
+        filters = MirrorSyncFilters.from_mirror_config(mirror_config)
+        mirror_topics = mirror_topics_of(mirror, self._broker.snapshot.topics)
+        synced = [t.name for t in mirror_topics if t.status is MirrorTopicStatus.MIRRORING]
+        metadata = await source.cluster.retrying(lambda: source.cluster.refresh_metadata(synced))
+        if not self._check_cluster_id(report, metadata.cluster_id):
+            return report
+        await self._stage(
+            report,
+            SyncError.METADATA_REFRESH,
+            self._sync_topics(report, source, metadata, mirror_topics, filters),
+        )
+        await self._stage(
+            report,
+            SyncError.CONSUMER_GROUP_OFFSET,
+            self._sync_groups(report, source, mirror_topics, filters.groups_include),
+        )
+        await self._stage(report, SyncError.ACL, self._sync_acls(report, source, filters))
+        return report
+
+    def forget(self, mirror: str) -> None:
+        self.source_cluster_ids.pop(mirror, None)
+
+    def _check_cluster_id(self, report: SyncCycleReport, observed: str | None) -> bool:
+        mirror = report.mirror
+        expected = self.source_cluster_ids.get(mirror)
+        check = check_source_cluster_id(expected, observed)
+        report.source_cluster_id = observed
+        report.cluster_id_check = check
+        if check is ClusterIdCheck.FIRST_SEEN and observed is not None:
+            self.source_cluster_ids[mirror] = observed
+            log.info("mirror %s: source cluster id %s", mirror, observed)
+        if check.halts_sync:
+            log.error(
+                "mirror %s: source cluster id is %s but the mirror was syncing from %s; "
+                "metadata sync of this mirror is halted until the source is the same cluster "
+                "again (check bootstrap.servers)",
+                mirror,
+                observed,
+                expected,
+            )
+            self._fail(report, SyncError.METADATA_REFRESH)
+            return False
+        return True
+
+    def _fail(self, report: SyncCycleReport, kind: SyncError) -> None:
+        report.errors[kind] += 1
+        self._record_error(kind)
+
+    async def _stage(self, report: SyncCycleReport, kind: SyncError, work: Awaitable[None]) -> None:
+        try:
+            await work
+        except Exception:
+            log.exception("mirror %s: %s stage failed", report.mirror, kind.name.lower())
+            self._fail(report, kind)
+
+    # -- topics --------------------------------------------------------------------------
+
+    async def _sync_topics(
+        self,
+        report: SyncCycleReport,
+        source: Admin,
+        metadata: Any,
+        mirror_topics: list[MirrorTopic],
+        filters: MirrorSyncFilters,
+    ) -> None:
+        present = {
+            name: info
+            for name, info in metadata.topics.items()
+            if info.error == ErrorCode.NONE and info.topic_id is not None
+        }
+        unsure = {
+            name
+            for name, info in metadata.topics.items()
+            if name not in present and info.error != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        }
+        if unsure:
+            log.warning(
+                "mirror %s: source metadata of %s is unavailable; not synced this cycle",
+                report.mirror,
+                sorted(unsure),
+            )
+            mirror_topics = [t for t in mirror_topics if t.name not in unsure]
+        configs = await self._source_overrides(source, sorted(present))
+        source_views = [
+            TopicView(name, info.topic_id, len(info.partitions), configs.get(name, {}))
+            for name, info in present.items()
+        ]
+        snapshot = self._broker.snapshot.topics
+        destination_views = [
+            TopicView(t.name, t.topic_id, len(t.partitions), t.configs)
+            for t in (snapshot.get(m.name) for m in mirror_topics)
+            if t is not None
+        ]
+        operations = diff_topics(
+            source_views, destination_views, mirror_topics, filters.topic_config_exclude
+        )
+        altered = False
+        for operation in operations:
+            is_config = isinstance(operation, AlterTopicConfigs)
+            try:
+                if isinstance(operation, AlterTopicConfigs):
+                    await self._write_topic_configs(operation)
+                else:
+                    await self._apply_topic_operation(report.mirror, operation)
+            except Exception:
+                log.exception("mirror %s: %s failed", report.mirror, operation)
+                self._fail(
+                    report, SyncError.TOPIC_CONFIG if is_config else SyncError.METADATA_REFRESH
+                )
+            else:
+                log.info("mirror %s: applied %s", report.mirror, operation)
+                report.topic_operations.append(operation)
+                altered = altered or is_config
+        if altered:
+            await self._broker.refresh_metadata()
+
+    async def _source_overrides(
+        self, source: Admin, topics: list[str]
+    ) -> dict[str, dict[str, str]]:
+        """Topic-level overrides of names this broker knows; an unknown name (a newer
+        source) could never be set here and would fail the topic's sync every cycle."""
+        if not topics:
+            return {}
+        described = await source.describe_configs(
+            ConfigResource(ConfigResourceType.TOPIC, name) for name in topics
+        )
+        return {
+            resource.name: {
+                name: value
+                for name, value in topic_overrides(entries.values()).items()
+                if name in TOPIC_CONFIGS
+            }
+            for resource, entries in described.items()
+        }
+
+    async def _apply_topic_operation(self, mirror: str, operation: TopicOperation) -> None:
+        controller = self._broker.controller
+        if isinstance(operation, CreateMirrorTopic):
+            await self._create_mirror_topic(mirror, operation)
+        elif isinstance(operation, CreatePartitions):
+            await controller.create_partitions(operation.name, operation.new_total)
+        elif isinstance(operation, StopMirrorPartitions):
+            await self._stopper.stop_mirror_topic(mirror, operation.name, operation.reason)
+
+    async def _write_topic_configs(self, operation: AlterTopicConfigs) -> None:
+        """IncrementalAlterConfigs semantics, validated by the controller, written without
+        the controller's per-topic metadata refresh: a cycle that realigns hundreds of
+        topics refreshes once at the end instead of once per topic."""
+        ops = [AlterConfigOp(n, AlterOp.SET, v) for n, v in sorted(operation.set.items())]
+        ops += [AlterConfigOp(n, AlterOp.DELETE, None) for n in sorted(operation.delete)]
+        await self._broker.controller.alter_topic_configs(operation.name, ops, validate_only=True)
+        updated = dict(self._broker.snapshot.topics[operation.name].configs)
+        updated.update(operation.set)
+        for name in operation.delete:
+            updated.pop(name, None)
+        await asyncio.to_thread(self._broker.store.set_topic_configs, operation.name, updated)
+
+    async def _create_mirror_topic(self, mirror: str, operation: CreateMirrorTopic) -> None:
+        """CreateTopics with the source topic id (the CreateTopics v8 MirrorInfo meaning)."""
+        planned = await self._broker.controller.create_topic(
+            operation.name,
+            num_partitions=operation.partitions,
+            configs=dict(operation.configs),
+            validate_only=True,
+        )
+        if self._broker.snapshot.topic_by_id(operation.topic_id) is not None:
+            raise KafkaError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic id {operation.topic_id} is taken"
+            )
+        record = dataclasses.replace(
+            planned,
+            topic_id=operation.topic_id,
+            configs={**planned.configs, MIRROR_NAME: mirror},
+        )
+        try:
+            await asyncio.to_thread(self._broker.store.create_topic, record)
+        except TopicExistsError as exc:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
+        await self._broker.refresh_metadata()
+
+    # -- consumer group offsets ----------------------------------------------------------
+
+    async def _sync_groups(
+        self,
+        report: SyncCycleReport,
+        source: Admin,
+        mirror_topics: list[MirrorTopic],
+        include: PatternList,
+    ) -> None:
+        synced = {t.name for t in mirror_topics if t.status is MirrorTopicStatus.MIRRORING}
+        if not synced:
+            return
+        source_listings = [
+            g for g in await source.list_consumer_groups() if include.matches(g.group_id)
+        ]
+        if not source_listings:
+            return
+        source_names = {info.topic_id: n for n, info in source.cluster.metadata.topics.items()}
+        source_groups = await read_group_views(
+            source.cluster, source_listings, synced, source_names
+        )
+        destination = await self._destination_admin()
+        wanted = {g.group_id for g in source_listings}
+        destination_listings = [
+            g for g in await destination.list_consumer_groups() if g.group_id in wanted
+        ]
+        destination_names = {t.topic_id: n for n, t in self._broker.snapshot.topics.items()}
+        destination_groups = await read_group_views(
+            destination.cluster, destination_listings, synced, destination_names
+        )
+        plan = diff_groups(source_groups, destination_groups, mirror_topics, include)
+        report.group_conflicts.extend(plan.conflicts)
+        report.skipped_active_groups.extend(plan.skipped_active)
+        for conflict in plan.conflicts:
+            log.warning("mirror %s: %s", report.mirror, conflict.message)
+            self._fail(report, SyncError.CONSUMER_GROUP_OFFSET)
+        for skipped in plan.skipped_active:
+            log.info(
+                "mirror %s: group %s has members on the destination; offsets not synced",
+                report.mirror,
+                skipped,
+            )
+        if plan.commits:
+            await self._commit_all(report, destination.cluster, plan.commits)
+
+    async def _commit_all(
+        self,
+        report: SyncCycleReport,
+        cluster: ClusterClient,
+        commits: Iterable[CommitGroupOffsets],
+    ) -> None:
+        """OffsetCommit per group straight to its coordinator, found for all groups in one
+        FindCoordinator; up to CONCURRENT_COMMITS in flight."""
+        wanted = list(commits)
+        coordinators = await _find_coordinators(cluster, [c.group_id for c in wanted])
+        topic_ids = {name: t.topic_id for name, t in self._broker.snapshot.topics.items()}
+        limit = asyncio.Semaphore(CONCURRENT_COMMITS)
+
+        async def commit_one(commit: CommitGroupOffsets) -> None:
+            async with limit:
+                try:
+                    await _commit_offsets(cluster, coordinators[commit.group_id], commit, topic_ids)
+                except Exception:
+                    log.exception(
+                        "mirror %s: committing offsets of group %s failed",
+                        report.mirror,
+                        commit.group_id,
+                    )
+                    self._fail(report, SyncError.CONSUMER_GROUP_OFFSET)
+                else:
+                    report.group_commits.append(commit)
+
+        await asyncio.gather(*(commit_one(commit) for commit in wanted))
+        report.group_commits.sort(key=lambda commit: commit.group_id)
+
+    # -- ACLs ----------------------------------------------------------------------------
+
+    async def _sync_acls(
+        self, report: SyncCycleReport, source: Admin, filters: MirrorSyncFilters
+    ) -> None:
+        source_acls = [to_broker_binding(b) for b in await source.describe_acls()]
+        store = self._broker.store
+        destination_acls = await asyncio.to_thread(store.acls)
+        for operation in diff_acls(source_acls, destination_acls, filters.acl_include):
+            try:
+                if isinstance(operation, CreateAcls):
+                    await asyncio.to_thread(store.create_acls, operation.bindings)
+                elif isinstance(operation, DeleteAcls):
+                    await asyncio.to_thread(
+                        store.delete_acls, [exact_filter(b) for b in operation.bindings]
+                    )
+            except Exception:
+                log.exception("mirror %s: %s failed", report.mirror, operation)
+                self._fail(report, SyncError.ACL)
+            else:
+                log.info("mirror %s: applied %s", report.mirror, operation)
+                report.acl_operations.append(operation)
+
+
+async def read_group_views(
+    cluster: ClusterClient,
+    listings: Iterable[ConsumerGroupListing],
+    topics: set[str],
+    names_by_id: Mapping[uuid.UUID | None, str],
+) -> list[GroupView]:
+    """Each listed group with its committed offsets on ``topics``.
+
+    Groups are batched per coordinator into OffsetFetch v8+ requests, so a cycle over
+    1,000 groups costs a handful of round trips instead of two per group.
+    """
+    listed = {g.group_id: g for g in listings}
+    readable = [g for g, listing in listed.items() if not _group_type(listing).is_share]
+    offsets: dict[str, dict[TopicPartition, int]] = {group_id: {} for group_id in listed}
+    if readable:
+        coordinators = await _find_coordinators(cluster, readable)
+        by_node: dict[int, list[str]] = collections.defaultdict(list)
+        for group_id in readable:
+            by_node[coordinators[group_id]].append(group_id)
+        fetched = await asyncio.gather(
+            *(
+                _fetch_offsets(cluster, node, chunk, topics, names_by_id)
+                for node, group_ids in by_node.items()
+                for chunk in _chunks(group_ids, GROUPS_PER_OFFSET_FETCH)
+            )
+        )
+        for found in fetched:
+            offsets.update(found)
+    return [
+        GroupView(
+            group_id,
+            _group_type(listing),
+            offsets[group_id],
+            has_active_members=listing.state.lower() not in INACTIVE_GROUP_STATES,
+        )
+        for group_id, listing in listed.items()
+    ]
+
+
+def _group_type(listing: ConsumerGroupListing) -> GroupType:
+    try:
+        return GroupType.from_wire(listing.group_type)
+    except ValueError:
+        return GroupType.CLASSIC
+
+
+def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+async def _find_coordinators(cluster: ClusterClient, group_ids: list[str]) -> dict[str, int]:
+    """Group id → coordinator node, with one FindCoordinator v4+ for all of them."""
+
+    async def attempt() -> dict[str, int]:
+        spec = RequestSpec(
+            FIND_COORDINATOR_KEY,
+            {"key": group_ids[0], "key_type": GROUP_KEY_TYPE, "coordinator_keys": group_ids},
+        )
+        response = await cluster.send_to_any(spec)
+        if not hasattr(response, "coordinators"):
+            return {g: (await cluster.find_coordinator(g)).node_id for g in group_ids}
+        found = {}
+        for entry in response.coordinators:
+            raise_for_error(entry.error_code, getattr(entry, "error_message", None))
+            found[entry.key] = int(entry.node_id)
+        return found
+
+    return await cluster.retrying(attempt)
+
+
+async def _fetch_offsets(
+    cluster: ClusterClient,
+    node_id: int,
+    group_ids: list[str],
+    topics: set[str],
+    names_by_id: Mapping[uuid.UUID | None, str],
+) -> dict[str, dict[TopicPartition, int]]:
+    async def one_request(groups: list[str]) -> dict[str, dict[TopicPartition, int]]:
+        spec = RequestSpec(
+            OFFSET_FETCH_KEY,
+            {
+                "group_id": groups[0],
+                "topics": None,
+                "groups": [
+                    {"group_id": g, "member_id": None, "member_epoch": -1, "topics": None}
+                    for g in groups
+                ],
+                "require_stable": False,
+            },
+        )
+        response = await cluster.send_to_node(node_id, spec)
+        answers = response.groups if hasattr(response, "groups") else [response]
+        found = {}
+        for group_id, answer in zip(groups, answers, strict=True):
+            code = ErrorCode(int(getattr(answer, "error_code", 0)))
+            if code in _COORDINATOR_MOVED:
+                raise KafkaError(code, f"group {group_id}")
+            raise_for_error(code, f"group {group_id}")
+            found[getattr(answer, "group_id", group_id)] = _committed(
+                answer.topics, topics, names_by_id
+            )
+        return found
+
+    async def attempt() -> dict[str, dict[TopicPartition, int]]:
+        connection = await cluster.connection(node_id)
+        version = connection.max_supported(OFFSET_FETCH_KEY, versions_we_have(OFFSET_FETCH_KEY))
+        if version is not None and version >= FIRST_BATCHED_OFFSET_FETCH:
+            return await one_request(group_ids)
+        merged: dict[str, dict[TopicPartition, int]] = {}
+        for found in await asyncio.gather(*(one_request([g]) for g in group_ids)):
+            merged.update(found)
+        return merged
+
+    return await cluster.retrying(attempt)
+
+
+def _committed(
+    response_topics: Iterable[Any], topics: set[str], names_by_id: Mapping[uuid.UUID | None, str]
+) -> dict[TopicPartition, int]:
+    committed = {}
+    for t in response_topics:
+        name = getattr(t, "name", None) or names_by_id.get(getattr(t, "topic_id", None), "")
+        if name not in topics:
+            continue
+        for p in t.partitions:
+            if int(p.error_code) == ErrorCode.NONE and int(p.committed_offset) >= 0:
+                committed[TopicPartition(name, int(p.partition_index))] = int(p.committed_offset)
+    return committed
+
+
+async def _commit_offsets(
+    cluster: ClusterClient,
+    node_id: int,
+    commit: CommitGroupOffsets,
+    topic_ids: Mapping[str, uuid.UUID],
+) -> None:
+    """Generation -1 and no member: the simple commit Kafka's Admin sends, which the
+    coordinator accepts only while the group has no members."""
+    if commit.group_type.is_share:
+        raise KafkaError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"share group {commit.group_id}: AlterShareGroupOffsets is not supported",
+        )
+    by_topic: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for tp, offset in sorted(commit.offsets.items()):
+        by_topic[tp.topic].append((tp.partition, offset))
+    spec = RequestSpec(
+        OFFSET_COMMIT_KEY,
+        {
+            "group_id": commit.group_id,
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "group_instance_id": None,
+            "topics": [
+                {
+                    "name": topic,
+                    "topic_id": topic_ids.get(topic, ZERO_UUID),
+                    "partitions": [
+                        {
+                            "partition_index": partition,
+                            "committed_offset": offset,
+                            "committed_leader_epoch": -1,
+                            "committed_metadata": "",
+                        }
+                        for partition, offset in partitions
+                    ],
+                }
+                for topic, partitions in by_topic.items()
+            ],
+        },
+    )
+    target = node_id
+
+    async def attempt() -> None:
+        nonlocal target
+        response = await cluster.send_to_node(target, spec)
+        for t in response.topics:
+            for p in t.partitions:
+                code = ErrorCode(int(p.error_code))
+                if code in _COORDINATOR_MOVED:
+                    target = (await cluster.find_coordinator(commit.group_id)).node_id
+                    raise KafkaError(code, f"group {commit.group_id}")
+                raise_for_error(code, f"group {commit.group_id}")
+
+    await cluster.retrying(attempt)
