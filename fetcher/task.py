@@ -128,6 +128,7 @@ class MirrorFetcherTask:
         self._session = FetchSessionHandler()
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> None:
         self._task = asyncio.create_task(
@@ -135,11 +136,17 @@ class MirrorFetcherTask:
         )
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Stop the loop for good, even if one cancellation is lost inside a library await.
+
+        The flag ends the loop at its next turn; cancelling again until the task is done
+        covers a cancellation swallowed by an await that was completing at that instant.
+        """
+        self._stopping = True
+        self._wakeup.set()
+        task, self._task = self._task, None
+        while task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
         await self.client.close()
 
     def add(self, mirror_partition: MirrorPartition) -> None:
@@ -150,7 +157,7 @@ class MirrorFetcherTask:
         self.partitions.pop(key, None)
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             if not self.partitions:
                 self._wakeup.clear()
                 await self._wakeup.wait()
@@ -166,7 +173,8 @@ class MirrorFetcherTask:
         """Back off until ``until_ms``, or until a partition is added."""
         self._wakeup.clear()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wakeup.wait(), max(0, until_ms - _now_ms()) / 1000)
+            async with asyncio.timeout(max(0, until_ms - _now_ms()) / 1000):
+                await self._wakeup.wait()
 
     async def _epoch_support(self) -> EpochSupport:
         connection = await self.client.connection(self.source_broker)
