@@ -35,6 +35,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
+
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
 

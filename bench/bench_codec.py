@@ -23,6 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from aiokafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
 from mirrorsim.protocol.records import (
     Compression,
     RawBatch,

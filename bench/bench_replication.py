@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
+
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.broker.controller import PartitionWriter
 from mirrorsim.broker.metadata.models import PartitionAssignment

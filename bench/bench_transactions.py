@@ -25,6 +25,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 
 RESULTS = Path(__file__).parent / "results"

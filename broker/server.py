@@ -35,6 +35,7 @@ from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
+from mirrorsim.broker.metrics.mirror_view import observe_mirrors
 from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.dispatcher import Dispatcher
@@ -210,6 +211,7 @@ class Broker:
         self.transactions = TransactionService(self)
         # cluster mirroring: partition states, fetchers, failover
         self.mirrors = MirrorCoordinator(self)
+        observe_mirrors(self.metrics.mirror, self)
         resources.push_async_callback(self.mirrors.stop)
         await self.server.start()
         resources.push_async_callback(self._drain_listener)

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 
 import click
+
 from mirrorsim.compare.report import render_markdown, report_document, write_report
 from mirrorsim.compare.scenario import ComparisonSettings, run_comparison
 from mirrorsim.compare.workload import Workload

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import click
+
 from mirrorsim.cli.admin_session import CLIENT_ID, run
 from mirrorsim.cli.admin_session import command_config as command_config_properties
 from mirrorsim.cli.errors import abort

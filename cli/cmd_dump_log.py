@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+
 from mirrorsim.cli.errors import abort
 from mirrorsim.cli.log_dump import (
     Decoder,

@@ -7,6 +7,7 @@ import signal
 from pathlib import Path
 
 import click
+
 from mirrorsim.broker.cluster import (
     DEFAULT_CLUSTERS_TOML,
     ClusterRunner,

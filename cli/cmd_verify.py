@@ -14,6 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from rich.console import Console
+
 from mirrorsim.cli.admin_session import command_config, kafka_errors
 from mirrorsim.cli.errors import abort
 from mirrorsim.verify.inputs import load_committed_offsets, load_stop_offsets
@@ -22,9 +26,6 @@ from mirrorsim.verify.live_offsets import CommittedOffsets, read_committed_offse
 from mirrorsim.verify.progress import SparkProgress
 from mirrorsim.verify.render import failures_table, partitions_table
 from mirrorsim.verify.session import LOCAL_MASTER, verification_session
-from pyspark.errors import PySparkException
-from pyspark.sql import DataFrame, SparkSession
-from rich.console import Console
 
 # Wide enough that a piped or captured table keeps every column readable.
 PIPED_WIDTH = 200

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from mirrorsim.cli.admin_session import CLIENT_ID, command_config, kafka_errors, run
 from mirrorsim.cli.errors import abort
 from mirrorsim.cli.mirror_actions import (

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
+
 from mirrorsim.protocol.errors import KafkaError
 
 

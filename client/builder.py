@@ -31,29 +31,36 @@ def build_request(api_key: int, version: int, fields: Mapping[str, Any]) -> Any:
 
 
 def build(cls: type, fields: Mapping[str, Any]) -> Any:
-    hints = _field_types(cls)
     kwargs: dict[str, Any] = {}
-    for field in dataclasses.fields(cls):
-        if field.name in fields:
-            kwargs[field.name] = _convert(hints[field.name], fields[field.name])
-        elif field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+    for name, entity, required in _plan(cls):
+        if name in fields:
+            value = fields[name]
+            kwargs[name] = value if entity is None else _convert(entity, value)
+        elif required:
             raise RequestBuildError(
-                f"{cls.__name__} v{cls.__version__} needs field {field.name!r}"  # type: ignore[attr-defined]
+                f"{cls.__name__} v{cls.__version__} needs field {name!r}"  # type: ignore[attr-defined]
             )
     return cls(**kwargs)
 
 
 @cache
-def _field_types(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _plan(cls: type) -> tuple[tuple[str, type | None, bool], ...]:
+    """(field name, nested message class or None, required) per field, worked out once
+    per class: resolving type hints costs far more than building the request."""
+    hints = typing.get_type_hints(cls)
+    return tuple(
+        (
+            field.name,
+            _nested_entity(hints[field.name]),
+            field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING,
+        )
+        for field in dataclasses.fields(cls)
+    )
 
 
-def _convert(hint: Any, value: Any) -> Any:
+def _convert(entity: type, value: Any) -> Any:
     if value is None:
         return None
-    entity = _nested_entity(hint)
-    if entity is None:
-        return value
     if isinstance(value, Mapping):
         return build(entity, value)
     return tuple(build(entity, item) if isinstance(item, Mapping) else item for item in value)

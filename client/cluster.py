@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import Any, TypeVar
 
 import tenacity
+
 from mirrorsim.client.backoff import ReconnectBackoff
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.config import ClientConfig
@@ -403,33 +404,43 @@ def _metadata_spec(topics: list[str] | None) -> RequestSpec:
 
 
 def _metadata_from_response(response: Any) -> ClusterMetadata:
+    """The cluster view of a Metadata response of any version.
+
+    Runs for every partition of every refresh (thousands during a failover), so it reads
+    fields directly: the decoded ids are already ints and id lists already tuples, the
+    fields a version may lack are probed once per response, and error codes are mapped
+    through a cache.
+    """
     brokers = {
-        int(b.node_id): BrokerInfo(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None))
+        b.node_id: BrokerInfo(b.node_id, b.host, b.port, getattr(b, "rack", None))
         for b in response.brokers
     }
     topics = {}
     for t in response.topics:
         if t.name is None:
             continue
-        partitions = {
-            int(p.partition_index): PartitionInfo(
-                partition=int(p.partition_index),
-                leader_id=int(p.leader_id),
-                leader_epoch=int(getattr(p, "leader_epoch", -1)),
-                replicas=tuple(int(r) for r in p.replica_nodes),
-                isr=tuple(int(r) for r in p.isr_nodes),
-                offline_replicas=tuple(int(r) for r in getattr(p, "offline_replicas", ())),
-                error=error_code_from_wire(int(p.error_code)),
+        partitions = {}
+        versioned: tuple[bool, bool] | None = None
+        for p in t.partitions:
+            if versioned is None:
+                versioned = (hasattr(p, "leader_epoch"), hasattr(p, "offline_replicas"))
+            has_epoch, has_offline = versioned
+            partitions[p.partition_index] = PartitionInfo(
+                p.partition_index,
+                p.leader_id,
+                p.leader_epoch if has_epoch else -1,
+                _int_tuple(p.replica_nodes),
+                _int_tuple(p.isr_nodes),
+                _int_tuple(p.offline_replicas) if has_offline else (),
+                _error(p.error_code),
             )
-            for p in t.partitions
-        }
         topic_id = getattr(t, "topic_id", None)
         topics[t.name] = TopicInfo(
             name=t.name,
             topic_id=topic_id if topic_id is not None and topic_id.int else None,
             is_internal=bool(getattr(t, "is_internal", False)),
             partitions=partitions,
-            error=error_code_from_wire(int(t.error_code)),
+            error=_error(t.error_code),
         )
     return ClusterMetadata(
         cluster_id=getattr(response, "cluster_id", None),
@@ -437,3 +448,12 @@ def _metadata_from_response(response: Any) -> ClusterMetadata:
         brokers=brokers,
         topics=topics,
     )
+
+
+def _int_tuple(values: Iterable[int]) -> tuple[int, ...]:
+    return values if isinstance(values, tuple) else tuple(values)
+
+
+@cache
+def _error(code: int) -> ErrorCode | int:
+    return error_code_from_wire(int(code))

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from aiokafka.structs import TopicPartition as AioTopicPartition
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.protocol.errors import ErrorCode, KafkaError

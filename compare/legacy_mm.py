@@ -15,6 +15,7 @@ from types import TracebackType
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import OffsetAndMetadata as AioOffsetAndMetadata
+
 from mirrorsim.client import Admin
 from mirrorsim.compare.kafka_io import (
     consume_until,

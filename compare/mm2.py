@@ -27,6 +27,7 @@ from types import TracebackType
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.structs import TopicPartition as AioTopicPartition
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import OffsetAndMetadata, TopicPartition
 from mirrorsim.compare.kafka_io import (

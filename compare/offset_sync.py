@@ -8,11 +8,14 @@ design, and this module reproduces that loss so the comparison can measure it:
 
 - Emission: a sync only every ``offset.lag.max`` upstream offsets (and whenever the
   upstream offsets jump or the downstream offsets move backwards).
-- Cache: at most 64 syncs per partition. Slot 0 is always the latest; the others are
-  spread over power-of-two distance buckets behind it (bucket ``i`` holds distances
-  ``[g(2^i-1), g(2^(i+1)-1))`` with ``g = offset.lag.max``), one sync per bucket, the
-  oldest one, so a sync ages from bucket to bucket instead of being thrown away early.
-  Recent offsets translate closely; old ones fall between widely spaced syncs.
+- Cache: at most 64 syncs per partition, newest first. The latest and the earliest
+  sync are always kept; when a 65th arrives, one sync in between is dropped, but only
+  where the gap it leaves is at most ``max(g, 3 * age)`` (``g = offset.lag.max``, age =
+  how far the newer neighbour is behind the latest sync). Gaps therefore grow with age:
+  recent offsets translate closely, old ones fall between widely spaced syncs, and a
+  committed offset ``lag`` behind the latest sync lands fewer than ``max(g, 3 * lag)``
+  offsets before itself. With the factor 3, 64 entries provably cover any 63-bit offset
+  range (see ``OffsetSyncCache``).
 - Translation: the latest cached sync at or before the upstream offset; exact only when
   the offsets are equal, otherwise one past the sync's downstream offset, because the
   records after the sync may have landed anywhere after it downstream. An offset older
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 
 SYNCS_PER_PARTITION = 64
+GAP_PER_AGE = 3
 UNTRANSLATABLE = -1
 
 
@@ -61,13 +66,18 @@ class OffsetSyncEmitter:
         return current
 
 
-def distance_bucket(distance: int, granularity: int) -> int:
-    """Index of the power-of-two bucket ``[g(2^i-1), g(2^(i+1)-1))`` holding ``distance``."""
-    return max(1, (distance // granularity + 1).bit_length() - 1)
-
-
 class OffsetSyncCache:
-    """The checkpoint task's per-partition table of at most 64 offset syncs, newest first."""
+    """The checkpoint task's per-partition table of at most 64 offset syncs, newest first.
+
+    Invariant: for neighbours ``newer > older`` in the table, either no sync was ever
+    received between them, or ``newer - older <= max(g, 3 * (latest - newer))``.
+    Translation bound: a received sync ``u`` with ``lag = latest - u`` lies between
+    neighbours (or is cached), so its closest cached sync at or before it is less than
+    ``max(g, 3 * lag)`` behind it, since ``latest - newer < lag``.
+    Size: if no sync in between could be dropped, the ages ``A_k`` would satisfy
+    ``A_{k+1} > A_{k-1} + max(g, 3 * A_{k-1})``, so ``A_64 >= 4^31 * (g + 1) >= 2^63``,
+    beyond any offset: a 65th entry always leaves one that can be dropped.
+    """
 
     def __init__(self, granularity: int) -> None:
         if granularity < 1:
@@ -79,6 +89,11 @@ class OffsetSyncCache:
     def syncs(self) -> tuple[OffsetSync, ...]:
         return tuple(self._syncs)
 
+    def _max_gap(self, newer: OffsetSync) -> int:
+        """Widest gap allowed behind ``newer`` once syncs between it and the next are gone."""
+        age = self._syncs[0].upstream_offset - newer.upstream_offset
+        return max(self.granularity, GAP_PER_AGE * age)
+
     def update(self, sync: OffsetSync) -> None:
         """Take a sync read from the offset-syncs topic (they arrive in upstream order).
 
@@ -88,15 +103,26 @@ class OffsetSyncCache:
         if not self._syncs or sync.upstream_offset < self._syncs[0].upstream_offset:
             self._syncs = [sync]
             return
-        candidates = [sync, *(s for s in self._syncs if s.upstream_offset < sync.upstream_offset)]
-        oldest_per_bucket: dict[int, OffsetSync] = {}
-        for candidate in candidates[1:]:
-            bucket = distance_bucket(
-                sync.upstream_offset - candidate.upstream_offset, self.granularity
-            )
-            if bucket < SYNCS_PER_PARTITION:
-                oldest_per_bucket[bucket] = candidate
-        self._syncs = [sync, *(oldest_per_bucket[b] for b in sorted(oldest_per_bucket))]
+        if sync.upstream_offset == self._syncs[0].upstream_offset:
+            self._syncs[0] = sync
+            return
+        self._syncs.insert(0, sync)
+        if len(self._syncs) > SYNCS_PER_PARTITION:
+            del self._syncs[self._most_redundant()]
+
+    def _most_redundant(self) -> int:
+        """Index of the droppable sync whose gap would use the least of its allowance.
+
+        Dropping where the table is densest relative to age keeps the spacing growing
+        evenly with age, so all 64 entries stay useful.
+        """
+        droppable = [
+            (Fraction(gap, allowance), k)
+            for k in range(1, len(self._syncs) - 1)
+            if (gap := self._syncs[k - 1].upstream_offset - self._syncs[k + 1].upstream_offset)
+            <= (allowance := self._max_gap(self._syncs[k - 1]))
+        ]
+        return min(droppable)[1]
 
 
 def translate_downstream(

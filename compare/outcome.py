@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition as AioTopicPartition
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import TopicPartition
 from mirrorsim.compare.kafka_io import consume_until

@@ -27,24 +27,17 @@ from mirrorsim.coordinator.state_machine import (
     MirrorPartitionState,
     parse_mirror_name,
 )
+from mirrorsim.coordinator.sync.patterns import PatternList, SyncFilterError
+from mirrorsim.coordinator.sync.topics import (
+    DEFAULT_TOPIC_PROPERTIES_EXCLUDE,
+    MIRROR_TOPIC_PROPERTIES_EXCLUDE,
+    topic_config_exclusion,
+)
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_CONFIGS_KEY = 32
 TOPIC_RESOURCE_TYPE = 2
 TOPIC_CONFIG_SOURCE = 1
-DEFAULT_EXCLUDED_TOPIC_CONFIGS = frozenset(
-    {
-        "follower.replication.throttled.replicas",
-        "leader.replication.throttled.replicas",
-        "message.timestamp.difference.max.ms",
-        "log.message.timestamp.before.max.ms",
-        "log.message.timestamp.after.max.ms",
-        "message.timestamp.type",
-        "unclean.leader.election.enable",
-        "min.insync.replicas",
-        MIRROR_NAME,
-    }
-)
 ADDABLE_STATES = frozenset({MirrorPartitionState.UNKNOWN, MirrorPartitionState.STOPPED})
 
 
@@ -151,19 +144,37 @@ class MirrorLifecycle:
     async def add_topics(
         self, mirror: str, topics: Iterable[tuple[str, uuid.UUID | None]]
     ) -> dict[str, KafkaError | None]:
-        await self._require_mirror(mirror)
+        mirrors = await self._mirrors()
+        if mirror not in mirrors:
+            raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {mirror} does not exist")
+        excluded = self._excluded_topic_configs(mirrors[mirror].configs)
+        if not self._coordinator.sources.knows(mirror):
+            await self._broker.refresh_metadata()
         results: dict[str, KafkaError | None] = {}
         for name, _ in topics:
             try:
-                await self._add_topic(mirror, name)
+                await self._add_topic(mirror, name, excluded)
             except KafkaError as exc:
                 results[name] = exc
             else:
                 results[name] = None
         return results
 
-    async def _add_topic(self, mirror: str, name: str) -> None:
-        existing = self._broker.snapshot.topics.get(name)
+    @staticmethod
+    def _excluded_topic_configs(mirror_configs: Mapping[str, str]) -> PatternList:
+        """The source configs a mirror topic never copies, as the metadata sync decides."""
+        value = mirror_configs.get(
+            MIRROR_TOPIC_PROPERTIES_EXCLUDE, DEFAULT_TOPIC_PROPERTIES_EXCLUDE
+        )
+        try:
+            return topic_config_exclusion(value)
+        except SyncFilterError as exc:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+
+    async def _add_topic(self, mirror: str, name: str, excluded: PatternList) -> None:
+        # The store, not this broker's snapshot: a config set a moment ago elsewhere
+        # (``mirror.support.unclean.leader.election``) must survive the rewrite below.
+        existing = (await asyncio.to_thread(self._broker.store.topics, [name])).get(name)
         if existing is not None:
             current = parse_mirror_name(existing.configs.get(MIRROR_NAME))
             if (
@@ -183,7 +194,7 @@ class MirrorLifecycle:
             raise KafkaError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist on the source"
             )
-        configs = await self._source_topic_configs(source, name)
+        configs = await self._source_topic_configs(source, name, excluded)
         if existing is None:
             await self._create_mirror_topic(name, info.topic_id, len(info.partitions), configs)
             existing = self._broker.snapshot.topics[name]
@@ -207,7 +218,9 @@ class MirrorLifecycle:
                 f"Partitions {busy} of {topic.name} are neither UNKNOWN nor STOPPED",
             )
 
-    async def _source_topic_configs(self, source: Any, name: str) -> dict[str, str]:
+    async def _source_topic_configs(
+        self, source: Any, name: str, excluded: PatternList
+    ) -> dict[str, str]:
         """The source's topic-level overrides that a mirror topic copies."""
         spec = RequestSpec(
             DESCRIBE_CONFIGS_KEY,
@@ -233,7 +246,7 @@ class MirrorLifecycle:
                     int(getattr(entry, "config_source", 0)) == TOPIC_CONFIG_SOURCE
                     and entry.value is not None
                     and entry.name in TOPIC_CONFIGS
-                    and entry.name not in DEFAULT_EXCLUDED_TOPIC_CONFIGS
+                    and not excluded.matches(entry.name)
                 ):
                     copied[entry.name] = entry.value
         return copied

@@ -115,6 +115,7 @@ class MirrorCoordinator:
             mirror_configs=lambda mirror: dict(self.sources.configs(mirror)),
             num_fetchers=lambda: int(broker.config("mirror.num.replica.fetchers")),
             max_wait_ms=lambda: int(broker.config("mirror.fetch.max.wait.ms")),
+            metrics=broker.metrics.mirror,
         )
         self._mirrors: dict[str, dict[str, str]] = {}
         self.partitions: dict[Key, MirrorPartitionStatus] = {}
@@ -250,6 +251,8 @@ class MirrorCoordinator:
         )
         status.state = new
         status.truncated_at_ms = None
+        if new is not S.FAILED:
+            status.failure = None
         if new is S.MIRRORING:
             await self._start_fetching(status)
         elif new in (S.PAUSING, S.FAILED, S.PREPARING):

@@ -37,6 +37,10 @@ class SourceClusters:
         self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
         self.cluster_ids: dict[str, str] = {}
 
+    def knows(self, mirror: str) -> bool:
+        """False for a mirror created after this broker's last metadata refresh."""
+        return mirror in self._mirror_configs()
+
     def configs(self, mirror: str) -> Mapping[str, str]:
         found = self._mirror_configs().get(mirror)
         if found is None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import yaml
+
 from mirrorsim.drills.scenario import ScenarioError
 
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {

@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 import itertools
 
 import matplotlib.pyplot as plt
+
 from mirrorsim.drills.context import Event
 from mirrorsim.drills.sampler import Sample
 

@@ -16,6 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
 from mirrorsim.drills.assertions import AssertionOutcome, evaluate, parse_assertion
 from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import DrillContext, Event
@@ -24,8 +27,6 @@ from mirrorsim.drills.sampler import TimelineSampler
 from mirrorsim.drills.scenario import Scenario
 from mirrorsim.drills.steps import run_step
 from mirrorsim.drills.workloads import CLIENT_STOP_TIMEOUT_S
-from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 
 @dataclass

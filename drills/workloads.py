@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError as ClientError
+
 from mirrorsim.drills.context import Ack, DrillContext
 
 log = logging.getLogger(__name__)

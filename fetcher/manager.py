@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.fetcher.fetch_session import Key
 from mirrorsim.fetcher.task import MirrorFetcherTask, MirrorPartition, MirrorSink
@@ -72,8 +73,10 @@ class MirrorFetcherManager:
         mirror_configs: Callable[[str], dict[str, str]],
         num_fetchers: Callable[[], int],
         max_wait_ms: Callable[[], int],
+        metrics: MirrorMetrics,
     ) -> None:
         self._broker_id = broker_id
+        self._metrics = metrics
         self._sink = sink
         self._source_client = source_client
         self._mirror_configs = mirror_configs
@@ -187,6 +190,7 @@ class MirrorFetcherManager:
             source_broker=key.source_broker,
             sink=self._sink,
             max_wait_ms=self._max_wait_ms,
+            stats=self._metrics.fetcher_stats(key.source_broker, key.fetcher_id, key.mirror),
         )
         self._fetchers[key] = fetcher
         fetcher.start()

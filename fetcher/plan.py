@@ -326,7 +326,9 @@ def _select_batches(
     for batch in response.batches:
         if batch.last_offset < expected:
             continue
-        if batch.base_offset < expected:
+        if batch.base_offset < expected and not _holds_source_log_start(
+            selected, batch, expected, response.log_start_offset
+        ):
             return f"batch {batch.base_offset}-{batch.last_offset} straddles offset {expected}"
         if 0 <= response.last_stable_offset <= batch.last_offset:
             break
@@ -340,6 +342,16 @@ def _select_batches(
         selected.append(batch)
         expected = batch.next_offset
     return tuple(selected)
+
+
+def _holds_source_log_start(
+    selected: Sequence[RawBatch], batch: RawBatch, fetch_offset: int, source_log_start: int
+) -> bool:
+    """The first batch may start below the fetch offset when the fetch is at the source's
+    log start and that start lies inside the batch (DeleteRecords or retention cut the
+    source mid-batch; the log restarted there). The append takes it whole, as a Kafka
+    follower does, and the log start follows the source's again."""
+    return not selected and fetch_offset == source_log_start <= batch.last_offset
 
 
 def on_fetch_response(

@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mirrorsim.broker.metrics.mirror import FetcherStats
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.fetcher.fetch_session import FetchSessionHandler, Key, PartitionRequest
@@ -119,10 +120,12 @@ class MirrorFetcherTask:
         source_broker: int,
         sink: MirrorSink,
         max_wait_ms: Callable[[], int],
+        stats: FetcherStats,
     ) -> None:
         self.client = client
         self.source_broker = source_broker
         self._sink = sink
+        self._stats = stats
         self._max_wait_ms = max_wait_ms
         self.partitions: dict[Key, MirrorPartition] = {}
         self._session = FetchSessionHandler()
@@ -148,6 +151,17 @@ class MirrorFetcherTask:
             task.cancel()
             await asyncio.wait({task}, timeout=1.0)
         await self.client.close()
+
+    @property
+    def dead(self) -> bool:
+        """The loop ended with an exception (Kafka's dead fetcher thread)."""
+        task = self._task
+        return (
+            task is not None
+            and task.done()
+            and not task.cancelled()
+            and task.exception() is not None
+        )
 
     def add(self, mirror_partition: MirrorPartition) -> None:
         self.partitions[(mirror_partition.topic, mirror_partition.partition)] = mirror_partition
@@ -300,27 +314,35 @@ class MirrorFetcherTask:
         response = await self.client.send_to_node(self.source_broker, spec)
         error = error_code_from_wire(response.error_code)
         self._session.handle_response(error, response.session_id)
-        if error != ErrorCode.NONE:
-            return
-        names = {mp.topic_id: mp.topic for mp in self.partitions.values()}
-        for topic_response in response.responses:
-            topic = getattr(topic_response, "topic", None) or names.get(topic_response.topic_id)
-            for data in topic_response.partitions if topic else ():
-                self._apply(topic, int(data.partition_index), data)
+        appended = 0
+        if error == ErrorCode.NONE:
+            names = {mp.topic_id: mp.topic for mp in self.partitions.values()}
+            for topic_response in response.responses:
+                topic = getattr(topic_response, "topic", None) or names.get(topic_response.topic_id)
+                for data in topic_response.partitions if topic else ():
+                    appended += self._apply(topic, int(data.partition_index), data)
+        source = self.client.brokers.get(self.source_broker)
+        self._stats.record_fetch(
+            broker_host=source.host if source is not None else "",
+            broker_port=source.port if source is not None else -1,
+            size=appended,
+            partitions=fetches,
+        )
 
     def _forgotten_id(self, key: Key) -> uuid.UUID:
         return self._sink.local_log(*key).topic_id or uuid.UUID(int=0)
 
-    def _apply(self, topic: str, partition: int, data: Any) -> None:
+    def _apply(self, topic: str, partition: int, data: Any) -> int:
+        """Take one partition's answer; the bytes appended to the local log."""
         key = (topic, partition)
         mp = self.partitions.get(key)
         if mp is None or mp.state is None:
-            return
+            return 0
         error = error_code_from_wire(data.error_code)
         if error in RELOCATE_ERRORS:
             self.remove(key)
             self._sink.relocate(topic, partition)
-            return
+            return 0
         partition_log = self._sink.local_log(*key)
         outcome = on_fetch_response(
             mp.state,
@@ -335,7 +357,7 @@ class MirrorFetcherTask:
                 self._sink.append(topic, partition, list(outcome.append))
             except KafkaError as exc:
                 self._fail(mp, str(exc))
-                return
+                return 0
         mp.state = outcome.state
         if outcome.source_log_start_offset is not None:
             self._sink.follow_log_start(topic, partition, outcome.source_log_start_offset)
@@ -346,6 +368,7 @@ class MirrorFetcherTask:
             self._sink.relocate(topic, partition)
         elif mp.state.phase is FetchPhase.FAILED:
             self._fail(mp, mp.state.failure or "failed")
+        return sum(batch.size for batch in outcome.append)
 
     async def _epoch_end_offset(
         self, mp: MirrorPartition, action: QueryEpochEndOffset

@@ -26,6 +26,7 @@ from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeade
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
+
 from mirrorsim.protocol.registry import request_class, response_class
 from mirrorsim.protocol.schema_reader import tolerant_reader
 
@@ -171,14 +172,32 @@ class FrameSplitter:
         self._max = max_frame_size
 
     def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
+        """Complete payloads, each copied exactly once out of the received bytes.
+
+        Frames are sliced through a memoryview and the consumed prefix is dropped once per
+        call, so a large frame is not copied again on its way out and many small frames
+        in one read do not shift the remainder once each.
+        """
+        buffer = self._buf
+        if buffer:
+            buffer += data
+            source: bytes | bytearray = buffer
+        else:
+            source = data
         frames: list[bytes] = []
-        while len(self._buf) >= 4:
-            (size,) = _SIZE.unpack_from(self._buf, 0)
-            if size < 0 or size > self._max:
-                raise FrameError(f"frame size {size} outside 0..{self._max}")
-            if len(self._buf) < 4 + size:
-                break
-            frames.append(bytes(self._buf[4 : 4 + size]))
-            del self._buf[: 4 + size]
+        position = 0
+        end = len(source)
+        with memoryview(source) as view:
+            while end - position >= 4:
+                (size,) = _SIZE.unpack_from(source, position)
+                if size < 0 or size > self._max:
+                    raise FrameError(f"frame size {size} outside 0..{self._max}")
+                if end - position - 4 < size:
+                    break
+                frames.append(bytes(view[position + 4 : position + 4 + size]))
+                position += 4 + size
+            if source is not buffer:
+                buffer += view[position:]
+        if source is buffer and position:
+            del buffer[:position]
         return frames

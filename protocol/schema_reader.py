@@ -30,6 +30,7 @@ from typing import Any, TypeAlias
 
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_reader
+
 from mirrorsim.protocol.errors import error_code_from_wire
 
 Reader: TypeAlias = Callable[[Any, int], tuple[Any, int]]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 
 POLL_INTERVAL_S = 0.01
@@ -57,7 +58,7 @@ class StartCluster(Protocol):
     ) -> Awaitable[ClusterRunner]: ...
 
 
-@pytest.fixture(name="free_port")
+@pytest.fixture(name="free_port", scope="session")
 def free_port_fixture() -> Callable[[], int]:
     return free_port
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from pyspark.sql import DataFrame, SparkSession
+
 from mirrorsim.verify.convergence import COMMITTED_OFFSETS_SCHEMA, STOP_OFFSETS_SCHEMA
 from mirrorsim.verify.segments import TopicPartition
-from pyspark.sql import DataFrame, SparkSession
 
 
 def load_stop_offsets(path: str | Path) -> dict[TopicPartition, int]:

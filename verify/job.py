@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from pyspark.sql import DataFrame, SparkSession
+
 from mirrorsim.verify.convergence import (
     compare_committed_offsets,
     compare_logs,
@@ -21,7 +23,6 @@ from mirrorsim.verify.kafka_source import FORMAT as KAFKA_FORMAT
 from mirrorsim.verify.report import VerifyReport
 from mirrorsim.verify.segment_source import BATCHES, FORMAT, RECORDS
 from mirrorsim.verify.segments import TopicPartition
-from pyspark.sql import DataFrame, SparkSession
 
 LEVELS = {"batch": BATCHES, "record": RECORDS}
 DEFAULT_MAX_LISTED = 1000

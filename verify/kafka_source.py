@@ -27,12 +27,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
-from mirrorsim.client.admin_types import IsolationLevel
-from mirrorsim.verify.live_fetch import fetch_range, owned
-from mirrorsim.verify.live_partitions import OffsetRange, list_extents, plan_ranges
-from mirrorsim.verify.pushdown import Pushdown
-from mirrorsim.verify.segment_source import BATCHES, RECORDS
-from mirrorsim.verify.views import BATCH_SCHEMA, RECORD_SCHEMA, batch_row, record_arrow_batches
 from pyspark.sql.datasource import (
     CaseInsensitiveDict,
     DataSource,
@@ -41,6 +35,13 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 from pyspark.sql.types import StructType
+
+from mirrorsim.client.admin_types import IsolationLevel
+from mirrorsim.verify.live_fetch import fetch_range, owned
+from mirrorsim.verify.live_partitions import OffsetRange, list_extents, plan_ranges
+from mirrorsim.verify.pushdown import Pushdown
+from mirrorsim.verify.segment_source import BATCHES, RECORDS
+from mirrorsim.verify.views import BATCH_SCHEMA, RECORD_SCHEMA, batch_row, record_arrow_batches
 
 FORMAT = "mirrorsim-kafka"
 CLIENT_PREFIX = "kafka."

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from mirrorsim.verify.report import VerifyReport
 from rich.table import Table
+
+from mirrorsim.verify.report import VerifyReport
 
 _STATUS_STYLE = {
     "converged": "green",

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
+from pyspark.sql.types import StructType
+
 from mirrorsim.verify.pushdown import Pushdown
 from mirrorsim.verify.segments import (
     Segment,
@@ -28,8 +31,6 @@ from mirrorsim.verify.segments import (
     read_batches,
 )
 from mirrorsim.verify.views import BATCH_SCHEMA, RECORD_SCHEMA, batch_row, record_arrow_batches
-from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPartition
-from pyspark.sql.types import StructType
 
 FORMAT = "mirrorsim-segments"
 BATCHES = "batches"

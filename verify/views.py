@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
+
 from mirrorsim.protocol.records import RawBatch, decode_records
 
 BATCH_SCHEMA = (

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 
+from sqlalchemy import and_, delete, select
+
 from mirrorsim.broker.auth.scram import ScramCredential
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.store import MetadataStore
-from sqlalchemy import and_, delete, select
 
 
 def _b64(data: bytes) -> str:

@@ -13,11 +13,12 @@ import json
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from sqlalchemy import Connection, Engine, and_, select, update
+
 from mirrorsim.broker.controller.lease import holds_lease
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
-from sqlalchemy import Connection, Engine, and_, select, update
 
 
 @dataclass(frozen=True, slots=True)

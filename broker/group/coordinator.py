@@ -1,6 +1,6 @@
 """The classic consumer-group coordinator: membership, rebalances and committed offsets.
 
-Theory of operation (Kafka's GroupCoordinator, one broker owning every group):
+Theory of operation (Kafka's GroupCoordinator):
 - JoinGroup and SyncGroup answers are futures. A join parks the member until the join
   phase completes; a follower's sync parks it until the leader sends the assignment.
 - Every wait is a timer on the injected clock: a member's session timeout, the group's
@@ -10,6 +10,13 @@ Theory of operation (Kafka's GroupCoordinator, one broker owning every group):
 - All state changes happen synchronously inside the public methods and timer callbacks,
   on one event loop, so no locks are needed. Only offset commits and deletions await
   (the write to the `OffsetStore`).
+- Ownership: with several brokers each coordinates the groups the live set maps onto it
+  (`mirrorsim.broker.group.ownership`). When the live set changes, groups that moved
+  away are unloaded (parked requests answer NOT_COORDINATOR, so clients look the
+  coordinator up again) and groups that moved here have their offsets re-read from the
+  store on first use (`acquire`), since their previous coordinator may have committed
+  after this broker last read them. Kafka does the same per `__consumer_offsets`
+  partition on leader election.
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ def _reply(future: asyncio.Future[_T] | None, result: _T) -> None:
         future.set_result(result)
 
 
+def _owns_every_group(_group_id: str) -> bool:
+    return True
+
+
 class GroupCoordinator:
     def __init__(
         self,
@@ -56,30 +67,100 @@ class GroupCoordinator:
         offset_store: OffsetStore,
         clock: Clock | None = None,
         config: GroupConfig | None = None,
+        owns: Callable[[str], bool] = _owns_every_group,
     ) -> None:
         self._store = offset_store
         self._clock = clock or SystemClock()
         self._config = config or GroupConfig()
+        self._owns = owns
         self._groups: dict[str, GroupMetadata] = {}
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        self._loaded: set[str] = set()
+        """Groups whose cached offsets were read since this broker became their coordinator."""
+        self._loading: dict[str, asyncio.Task[None]] = {}
+        self._ownership_epoch = 0
 
     async def start(self) -> None:
-        """Load committed offsets; each group that has some exists again, Empty."""
-        self._offsets = await self._store.load_all()
-        for group_id in self._offsets:
-            self._groups.setdefault(group_id, GroupMetadata(group_id))
+        """Load committed offsets of the groups this broker coordinates; each group that
+        has some exists again, Empty."""
+        for group_id, committed in (await self._store.load_all()).items():
+            if self._owns(group_id):
+                self._offsets[group_id] = committed
+                self._groups.setdefault(group_id, GroupMetadata(group_id))
+                self._loaded.add(group_id)
 
     async def stop(self) -> None:
         """Cancel every timer and send NOT_COORDINATOR to parked requests, as Kafka does
         when it unloads a group, so clients look the coordinator up again."""
         for group in self._groups.values():
-            group.cancel_timers()
-            for member in group.members.values():
-                _reply(
-                    member.awaiting_join, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id)
-                )
-                _reply(member.awaiting_sync, SyncResult(ErrorCode.NOT_COORDINATOR))
+            self._release_members(group)
         self._groups.clear()
+
+    @staticmethod
+    def _release_members(group: GroupMetadata) -> None:
+        group.cancel_timers()
+        for member in group.members.values():
+            _reply(member.awaiting_join, JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id))
+            _reply(member.awaiting_sync, SyncResult(ErrorCode.NOT_COORDINATOR))
+
+    # Ownership
+
+    def owns(self, group_id: str) -> bool:
+        return self._owns(group_id)
+
+    async def update_ownership(self, owns: Callable[[str], bool]) -> None:
+        """The live broker set changed: unload the groups now coordinated elsewhere, and
+        list the groups with committed offsets that are now coordinated here (their
+        offsets are read on first use, see `acquire`)."""
+        previous, self._owns = self._owns, owns
+        self._ownership_epoch += 1
+        for group_id in list(self._groups.keys() | self._offsets.keys()):
+            if not owns(group_id):
+                self._unload(group_id)
+            elif not previous(group_id):
+                self._offsets.pop(group_id, None)
+                self._loaded.discard(group_id)
+        for group_id in await self._store.load_all():
+            if self._owns(group_id) and group_id not in self._groups:
+                self._groups[group_id] = GroupMetadata(group_id)
+
+    def _unload(self, group_id: str) -> None:
+        group = self._groups.pop(group_id, None)
+        if group is not None:
+            self._release_members(group)
+        self._offsets.pop(group_id, None)
+        self._loaded.discard(group_id)
+
+    async def acquire(self, group_id: str) -> ErrorCode:
+        """Called before serving a request for the group: NOT_COORDINATOR unless this
+        broker coordinates it; otherwise its offsets are read from the store first if
+        they were not since this broker became its coordinator. An empty group id is
+        left to the API's own INVALID_GROUP_ID check, which Kafka makes first."""
+        if not group_id:
+            return ErrorCode.NONE
+        while self._owns(group_id):
+            if group_id in self._loaded:
+                return ErrorCode.NONE
+            loading = self._loading.get(group_id)
+            if loading is None:
+                loading = self._loading[group_id] = asyncio.create_task(self._load(group_id))
+            await asyncio.shield(loading)
+        return ErrorCode.NOT_COORDINATOR
+
+    async def _load(self, group_id: str) -> None:
+        epoch = self._ownership_epoch
+        try:
+            stored = await self._store.load_group(group_id)
+        finally:
+            del self._loading[group_id]
+        if epoch != self._ownership_epoch or not self._owns(group_id):
+            return
+        # offsets cached meanwhile were committed after the read (TxnOffsetCommit markers)
+        committed = {**stored, **self._offsets.get(group_id, {})}
+        if committed:
+            self._offsets[group_id] = committed
+            self._groups.setdefault(group_id, GroupMetadata(group_id))
+        self._loaded.add(group_id)
 
     def group(self, group_id: str) -> GroupMetadata | None:
         """The live group, read-only by convention (metrics, tests)."""
@@ -618,7 +699,7 @@ class GroupCoordinator:
         return [
             GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
             for group in self._groups.values()
-            if not wanted or group.state.value.lower() in wanted
+            if self._owns(group.group_id) and (not wanted or group.state.value.lower() in wanted)
         ]
 
     def describe_group(self, group_id: str) -> GroupDescription | None:

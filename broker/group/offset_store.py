@@ -2,7 +2,9 @@
 
 The coordinator keeps every committed offset in memory (Kafka's offsets cache) and writes
 each commit through to an `OffsetStore` before acknowledging it. On `start()` it loads
-the whole store once, so reads never touch storage. The broker backs the store with the
+the whole store once, so reads never touch storage; when coordination of a group moves
+to this broker it reloads that group (`load_group`), since the previous coordinator may
+have committed since. The broker backs the store with the
 `group_offsets` table of the metadata database; unit tests use `InMemoryOffsetStore`.
 """
 
@@ -35,6 +37,10 @@ class OffsetStore(Protocol):
         """Every group's committed offsets; called once when the coordinator starts."""
         ...
 
+    async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        """One group's committed offsets, read when this broker becomes its coordinator."""
+        ...
+
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> None:
@@ -59,6 +65,9 @@ class InMemoryOffsetStore:
 
     async def load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         return {group: dict(offsets) for group, offsets in self._offsets.items() if offsets}
+
+    async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
+        return dict(self._offsets.get(group_id, {}))
 
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]

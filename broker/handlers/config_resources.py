@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, ResourceType
+
 
 class ConfigResourceType(enum.IntEnum):
     UNKNOWN = 0
@@ -12,3 +14,17 @@ class ConfigResourceType(enum.IntEnum):
     BROKER_LOGGER = 8
     CLIENT_METRICS = 16
     GROUP = 32
+    MIRROR = 64
+
+
+def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str] | None:
+    """The ACL resource whose DESCRIBE_CONFIGS/ALTER_CONFIGS a config resource needs, as
+    Kafka checks it: topics themselves, brokers through the cluster, mirrors through
+    their ClusterMirror. None for types the config handlers refuse anyway."""
+    if resource_type == ConfigResourceType.TOPIC:
+        return ResourceType.TOPIC, name
+    if resource_type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
+        return ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    if resource_type == ConfigResourceType.MIRROR:
+        return ResourceType.CLUSTER_MIRROR, name
+    return None

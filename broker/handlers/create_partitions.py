@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.protocol.errors import KafkaError
@@ -17,6 +19,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     for topic in body.topics:
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         try:
+            await authorize(ctx, AclOperation.ALTER, ResourceType.TOPIC, topic.name)
             await ctx.broker.controller.create_partitions(
                 topic.name,
                 topic.count,

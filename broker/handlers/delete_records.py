@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import ReplicaManager
@@ -20,6 +22,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         partitions = []
         for p in topic.partitions:
             try:
+                await authorize(ctx, AclOperation.DELETE, ResourceType.TOPIC, topic.name)
                 low_watermark = manager.delete_records(topic.name, p.partition_index, int(p.offset))
                 code = ErrorCode.NONE
             except KafkaError as exc:

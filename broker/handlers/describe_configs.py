@@ -3,13 +3,16 @@
 A topic lists every topic config (overrides first in its synonym chain, then the broker
 synonym's dynamic and static values, then the default). ``mirror.name`` is internal and
 never listed. A broker resource is either this broker's id (every broker config) or the
-empty name (the cluster-wide dynamic defaults only), as in Kafka.
+empty name (the cluster-wide dynamic defaults only), as in Kafka. Each resource needs
+DESCRIBE_CONFIGS on its ACL resource (``acl_resource``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.config import (
     ConfigSource,
     ConfigValue,
@@ -17,7 +20,7 @@ from mirrorsim.broker.config import (
     resolve_topic_config,
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.config_resources import ConfigResourceType
+from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -32,6 +35,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     for resource in body.resources:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:
+            await _authorize(ctx, resource.resource_type, resource.resource_name)
             values = _describe(ctx.broker, resource.resource_type, resource.resource_name)
         except KafkaError as exc:
             results.append({**entry, **error_fields(exc), "configs": []})
@@ -42,6 +46,12 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         configs = [_entry(v, include_synonyms) for v in values]
         results.append({**entry, **error_fields(None), "configs": configs})
     return respond(body, {"throttle_time": NO_THROTTLE, "results": results})
+
+
+async def _authorize(ctx: RequestContext, resource_type: int, name: str) -> None:
+    acl = acl_resource(resource_type, name)
+    if acl is not None:
+        await authorize(ctx, AclOperation.DESCRIBE_CONFIGS, *acl)
 
 
 def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigValue]:

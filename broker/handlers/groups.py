@@ -1,5 +1,10 @@
 """The classic group APIs: map each wire version onto `GroupCoordinator` and back.
 
+Every API naming a group first asks the coordinator to `acquire` it: a broker that does
+not coordinate the group answers NOT_COORDINATOR and the client looks it up again. Before
+that, `_admit` checks Kafka's group ACL: READ to join, sync, heartbeat, leave and commit,
+DESCRIBE to fetch offsets and describe, DELETE to delete groups or their offsets.
+
 OffsetCommit v10 and OffsetFetch v10 name topics by id only; they are not advertised
 until topic ids can be resolved here, so clients stay on v9.
 """
@@ -10,8 +15,16 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorized_names, is_authorized
 from mirrorsim.broker.group import CommittedOffset, GroupCoordinator, TopicPartition
-from mirrorsim.broker.group.messages import JoinRequest, LeavingMember, SyncRequest
+from mirrorsim.broker.group.messages import (
+    JoinRequest,
+    JoinResult,
+    LeavingMember,
+    SyncRequest,
+    SyncResult,
+)
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.protocol.errors import ErrorCode
@@ -38,6 +51,19 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator:
     return coordinator
 
 
+async def _admit(ctx: RequestContext, operation: AclOperation, group_id: str) -> ErrorCode:
+    if not await is_authorized(ctx, operation, ResourceType.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return await _coordinator(ctx).acquire(group_id)
+
+
+async def _denied_topics(
+    ctx: RequestContext, operation: AclOperation, topics: Iterable[str]
+) -> set[str]:
+    names = set(topics)
+    return names - await authorized_names(ctx, operation, ResourceType.TOPIC, list(names))
+
+
 def _ms(value: timedelta) -> int:
     return int(value / timedelta(milliseconds=1))
 
@@ -50,20 +76,25 @@ def _version(body: Any) -> int:
 async def handle_join_group(ctx: RequestContext, body: Any) -> Any:
     session_timeout_ms = _ms(body.session_timeout)
     rebalance_timeout = getattr(body, "rebalance_timeout", None)
-    result = await _coordinator(ctx).join_group(
-        JoinRequest(
-            group_id=body.group_id,
-            member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            client_id=ctx.header.client_id or "",
-            client_host=f"/{ctx.client_host}",
-            session_timeout_ms=session_timeout_ms,
-            rebalance_timeout_ms=session_timeout_ms
-            if rebalance_timeout is None
-            else _ms(rebalance_timeout),
-            protocol_type=body.protocol_type,
-            protocols=tuple((p.name, p.metadata) for p in body.protocols),
-            require_known_member_id=_version(body) >= 4,
+    error = await _admit(ctx, AclOperation.READ, body.group_id)
+    result = (
+        JoinResult(error, body.member_id)
+        if error is not ErrorCode.NONE
+        else await _coordinator(ctx).join_group(
+            JoinRequest(
+                group_id=body.group_id,
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+                client_id=ctx.header.client_id or "",
+                client_host=f"/{ctx.client_host}",
+                session_timeout_ms=session_timeout_ms,
+                rebalance_timeout_ms=session_timeout_ms
+                if rebalance_timeout is None
+                else _ms(rebalance_timeout),
+                protocol_type=body.protocol_type,
+                protocols=tuple((p.name, p.metadata) for p in body.protocols),
+                require_known_member_id=_version(body) >= 4,
+            )
         )
     )
     return respond(
@@ -93,15 +124,20 @@ async def handle_join_group(ctx: RequestContext, body: Any) -> Any:
 
 @handles(SYNC_GROUP, min_version=0, max_version=5)
 async def handle_sync_group(ctx: RequestContext, body: Any) -> Any:
-    result = await _coordinator(ctx).sync_group(
-        SyncRequest(
-            group_id=body.group_id,
-            generation_id=body.generation_id,
-            member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            protocol_type=getattr(body, "protocol_type", None),
-            protocol_name=getattr(body, "protocol_name", None),
-            assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
+    error = await _admit(ctx, AclOperation.READ, body.group_id)
+    result = (
+        SyncResult(error)
+        if error is not ErrorCode.NONE
+        else await _coordinator(ctx).sync_group(
+            SyncRequest(
+                group_id=body.group_id,
+                generation_id=body.generation_id,
+                member_id=body.member_id,
+                group_instance_id=getattr(body, "group_instance_id", None),
+                protocol_type=getattr(body, "protocol_type", None),
+                protocol_name=getattr(body, "protocol_name", None),
+                assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
+            )
         )
     )
     return respond(
@@ -118,6 +154,9 @@ async def handle_sync_group(ctx: RequestContext, body: Any) -> Any:
 
 @handles(HEARTBEAT, min_version=0, max_version=4)
 async def handle_heartbeat(ctx: RequestContext, body: Any) -> Any:
+    error = await _admit(ctx, AclOperation.READ, body.group_id)
+    if error is not ErrorCode.NONE:
+        return respond(body, {"throttle_time": NO_THROTTLE, "error_code": error})
     error = _coordinator(ctx).heartbeat(
         body.group_id,
         body.member_id,
@@ -129,6 +168,9 @@ async def handle_heartbeat(ctx: RequestContext, body: Any) -> Any:
 
 @handles(LEAVE_GROUP, min_version=0, max_version=5)
 async def handle_leave_group(ctx: RequestContext, body: Any) -> Any:
+    error = await _admit(ctx, AclOperation.READ, body.group_id)
+    if error is not ErrorCode.NONE:
+        return respond(body, {"throttle_time": NO_THROTTLE, "error_code": error, "members": []})
     if _version(body) < 3:
         (error,) = _coordinator(ctx).leave_group(body.group_id, [LeavingMember(body.member_id)])
         return respond(body, {"throttle_time": NO_THROTTLE, "error_code": error})
@@ -162,13 +204,25 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
         for topic in body.topics
         for p in topic.partitions
     }
-    results = await _coordinator(ctx).commit_offsets(
-        body.group_id,
-        body.generation_id_or_member_epoch,
-        body.member_id,
-        getattr(body, "group_instance_id", None),
-        offsets,
+    error = await _admit(ctx, AclOperation.READ, body.group_id)
+    denied = await _denied_topics(ctx, AclOperation.READ, (tp.topic for tp in offsets))
+    results = (
+        dict.fromkeys(offsets, error)
+        if error is not ErrorCode.NONE
+        else await _coordinator(ctx).commit_offsets(
+            body.group_id,
+            body.generation_id_or_member_epoch,
+            body.member_id,
+            getattr(body, "group_instance_id", None),
+            {tp: o for tp, o in offsets.items() if tp.topic not in denied},
+        )
     )
+    if error is ErrorCode.NONE:
+        results.update(
+            dict.fromkeys(
+                (tp for tp in offsets if tp.topic in denied), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            )
+        )
     return respond(
         body,
         {
@@ -190,16 +244,50 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
 async def handle_offset_fetch(ctx: RequestContext, body: Any) -> Any:
     coordinator = _coordinator(ctx)
     if _version(body) < 8:
-        unstable = await _unstable(ctx, body, body.group_id)
-        fields = _fetched_group(coordinator, body.group_id, body.topics, unstable)
+        fields = await _fetch_group(ctx, coordinator, body, body.group_id, body.topics)
         return respond(body, {"throttle_time": NO_THROTTLE, **fields})
-    groups = []
-    for g in body.groups:
-        unstable = await _unstable(ctx, body, g.group_id)
-        groups.append(
-            {"group_id": g.group_id, **_fetched_group(coordinator, g.group_id, g.topics, unstable)}
-        )
+    groups = [
+        {"group_id": g.group_id, **await _fetch_group(ctx, coordinator, body, g.group_id, g.topics)}
+        for g in body.groups
+    ]
     return respond(body, {"throttle_time": NO_THROTTLE, "groups": groups})
+
+
+async def _fetch_group(
+    ctx: RequestContext,
+    coordinator: GroupCoordinator,
+    body: Any,
+    group_id: str,
+    topics: Iterable[Any] | None,
+) -> dict[str, Any]:
+    error = await _admit(ctx, AclOperation.DESCRIBE, group_id)
+    if error is not ErrorCode.NONE:
+        return _unfetched_group(error, topics)
+    unstable = await _unstable(ctx, body, group_id)
+    return _fetched_group(coordinator, group_id, topics, unstable)
+
+
+def _unfetched_group(error: ErrorCode, topics: Iterable[Any] | None) -> dict[str, Any]:
+    """The group-level error, repeated per partition for versions without one (v0-v1)."""
+    return {
+        "error_code": error,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "committed_offset": NO_OFFSET,
+                        "committed_leader_epoch": -1,
+                        "metadata": "",
+                        "error_code": error,
+                    }
+                    for p in t.partition_indexes
+                ],
+            }
+            for t in topics or ()
+        ],
+    }
 
 
 async def _unstable(ctx: RequestContext, body: Any, group_id: str) -> set[TopicPartition]:
@@ -253,6 +341,13 @@ async def handle_list_groups(ctx: RequestContext, body: Any) -> Any:
         if types_filter and CLASSIC_GROUP_TYPE not in types_filter
         else _coordinator(ctx).list_groups(getattr(body, "states_filter", ()))
     )
+    if not await is_authorized(
+        ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    ):
+        described = await authorized_names(
+            ctx, AclOperation.DESCRIBE, ResourceType.GROUP, [g.group_id for g in groups]
+        )
+        groups = [g for g in groups if g.group_id in described]
     return respond(
         body,
         {
@@ -275,6 +370,19 @@ async def handle_list_groups(ctx: RequestContext, body: Any) -> Any:
 async def handle_describe_groups(ctx: RequestContext, body: Any) -> Any:
     described = []
     for group_id in body.groups:
+        error = await _admit(ctx, AclOperation.DESCRIBE, group_id)
+        if error is not ErrorCode.NONE:
+            described.append(
+                {
+                    "error_code": error,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                }
+            )
+            continue
         group = _coordinator(ctx).describe_group(group_id)
         if group is None:
             missing = _version(body) >= 6
@@ -315,7 +423,15 @@ async def handle_describe_groups(ctx: RequestContext, body: Any) -> Any:
 
 @handles(DELETE_GROUPS, min_version=0, max_version=2)
 async def handle_delete_groups(ctx: RequestContext, body: Any) -> Any:
-    results = await _coordinator(ctx).delete_groups(list(body.groups_names))
+    coordinator = _coordinator(ctx)
+    results: dict[str, ErrorCode] = {}
+    for group_id in body.groups_names:
+        error = await _admit(ctx, AclOperation.DELETE, group_id)
+        results.update(
+            {group_id: error}
+            if error is not ErrorCode.NONE
+            else await coordinator.delete_groups([group_id])
+        )
     return respond(
         body,
         {
@@ -334,7 +450,12 @@ async def handle_offset_delete(ctx: RequestContext, body: Any) -> Any:
         for topic in body.topics
         for p in topic.partitions
     ]
-    error, results = await _coordinator(ctx).delete_offsets(body.group_id, partitions)
+    error = await _admit(ctx, AclOperation.DELETE, body.group_id)
+    error, results = (
+        (error, {})
+        if error is not ErrorCode.NONE
+        else await _coordinator(ctx).delete_offsets(body.group_id, partitions)
+    )
     return respond(
         body,
         {

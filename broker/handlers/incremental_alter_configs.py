@@ -1,11 +1,16 @@
-"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics and brokers."""
+"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics and brokers.
+
+Each resource needs ALTER_CONFIGS on its ACL resource (``acl_resource``).
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.config_resources import ConfigResourceType
+from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -19,6 +24,9 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     for resource in body.resources:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:
+            acl = acl_resource(resource.resource_type, resource.resource_name)
+            if acl is not None:
+                await authorize(ctx, AclOperation.ALTER_CONFIGS, *acl)
             await _alter(ctx.broker, resource, body.validate_only)
         except KafkaError as exc:
             responses.append({**entry, **error_fields(exc)})

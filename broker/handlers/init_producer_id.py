@@ -4,13 +4,15 @@ Without a transactional id Kafka always hands out a fresh producer id at epoch 0
 the producer sends its old id and epoch (KIP-360): sequence state lives in the partitions,
 and a new id starts every partition at sequence 0. Transactional ids belong to the
 transaction coordinator (``mirrorsim.broker.txn``), which bumps the epoch to fence older
-instances of the producer.
+instances of the producer; that needs WRITE on the transactional id.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.handlers.txn_errors import for_version
@@ -26,12 +28,16 @@ _FENCED_SINCE = 4
 async def handle(ctx: RequestContext, body: Any) -> Any:
     manager: ReplicaManager = ctx.broker.replica_manager
     if body.transactional_id is not None:
-        return await _transactional(ctx.broker.transactions.coordinator, body)
+        return await _transactional(ctx, body)
     return _response(body, ErrorCode.NONE, manager.producer_ids.allocate(), 0)
 
 
-async def _transactional(coordinator: TransactionCoordinator, body: Any) -> Any:
+async def _transactional(ctx: RequestContext, body: Any) -> Any:
+    coordinator: TransactionCoordinator = ctx.broker.transactions.coordinator
     try:
+        await authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        )
         producer_id, epoch = await coordinator.init_producer_id(
             body.transactional_id,
             int(body.transaction_timeout.total_seconds() * 1000),

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import ReplicaManager
@@ -30,6 +32,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 partitions.append(_error(p.partition_index, ErrorCode.INVALID_REQUEST))
                 continue
             try:
+                await authorize(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name)
                 found = manager.list_offset(
                     topic.name,
                     p.partition_index,

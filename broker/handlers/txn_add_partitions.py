@@ -2,13 +2,16 @@
 
 v4+ carry several transactions and a ``verify_only`` flag (KIP-890 partition
 verification: is the partition already in the transaction?). Both forms go to the
-transaction coordinator; this module only translates.
+transaction coordinator; this module only translates. Each transaction needs WRITE on its
+transactional id.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.handlers.txn_errors import for_version
@@ -27,6 +30,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     version = int(body.__version__)
     if version < _BATCHED_SINCE:
         results = await _add(
+            ctx,
             coordinator,
             body.v3_and_below_transactional_id,
             body.v3_and_below_producer_id,
@@ -42,6 +46,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         {
             "transactional_id": txn.transactional_id,
             "topic_results": await _add(
+                ctx,
                 coordinator,
                 txn.transactional_id,
                 txn.producer_id,
@@ -64,6 +69,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
 
 
 async def _add(
+    ctx: RequestContext,
     coordinator: TransactionCoordinator,
     transactional_id: str,
     producer_id: int,
@@ -75,6 +81,7 @@ async def _add(
 ) -> list[dict[str, Any]]:
     wanted: list[TopicPartition] = [(t.name, int(p)) for t in topics for p in t.partitions]
     try:
+        await authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
         if verify_only:
             meta = await coordinator.describe(transactional_id)
             results = {

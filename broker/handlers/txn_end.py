@@ -1,10 +1,13 @@
 """AddOffsetsToTxn (api key 25) and EndTxn (api key 26): the transaction coordinator's
-remaining producer requests."""
+remaining producer requests. Both need WRITE on the transactional id, AddOffsetsToTxn
+also READ on the group, as in Kafka."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.handlers.txn_errors import for_version
@@ -21,6 +24,10 @@ async def handle_add_offsets(ctx: RequestContext, body: Any) -> Any:
     coordinator: TransactionCoordinator = ctx.broker.transactions.coordinator
     code = ErrorCode.NONE
     try:
+        await authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        )
+        await authorize(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id)
         await coordinator.add_offsets(
             body.transactional_id, body.producer_id, body.producer_epoch, body.group_id
         )
@@ -40,6 +47,9 @@ async def handle_end_txn(ctx: RequestContext, body: Any) -> Any:
     coordinator: TransactionCoordinator = ctx.broker.transactions.coordinator
     code = ErrorCode.NONE
     try:
+        await authorize(
+            ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id
+        )
         await coordinator.end_txn(
             body.transactional_id, body.producer_id, body.producer_epoch, body.committed
         )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.group import GroupCoordinator
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.handlers.base import RequestContext, handles
@@ -23,12 +25,16 @@ TXN_OFFSET_COMMIT_KEY = 28
 async def handle(ctx: RequestContext, body: Any) -> Any:
     groups: GroupCoordinator = ctx.broker.groups
     pending: PendingTxnOffsets = ctx.broker.transactions.pending_offsets
-    code = groups.validate_transactional_commit(
-        body.group_id,
-        getattr(body, "generation_id", -1),
-        getattr(body, "member_id", ""),
-        getattr(body, "group_instance_id", None),
-    )
+    code = await _authorization_error(ctx, body)
+    if code is ErrorCode.NONE:
+        code = await groups.acquire(body.group_id)
+    if code is ErrorCode.NONE:
+        code = groups.validate_transactional_commit(
+            body.group_id,
+            getattr(body, "generation_id", -1),
+            getattr(body, "member_id", ""),
+            getattr(body, "group_instance_id", None),
+        )
     offsets = {
         TopicPartition(topic.name, int(p.partition_index)): CommittedOffset(
             committed_offset=int(p.committed_offset),
@@ -52,3 +58,15 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()],
         },
     )
+
+
+async def _authorization_error(ctx: RequestContext, body: Any) -> ErrorCode:
+    """Kafka's checks: WRITE on the transactional id, then READ on the group."""
+    for operation, resource_type, name in (
+        (AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id),
+        (AclOperation.READ, ResourceType.GROUP, body.group_id),
+    ):
+        denied = await denial(ctx, operation, resource_type, name)
+        if denied is not None:
+            return denied.code
+    return ErrorCode.NONE

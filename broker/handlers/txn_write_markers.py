@@ -6,13 +6,16 @@ the coordinator epoch in the marker value); producer state then closes the trans
 the last stable offset moves and an abort lands in the aborted-transaction index. A
 marker from an older coordinator epoch than the producer last saw is refused with
 TRANSACTION_COORDINATOR_FENCED. The group offsets partition (``__consumer_offsets``)
-releases or drops the transaction's pending group offsets.
+releases or drops the transaction's pending group offsets. Only brokers send it: it needs
+CLUSTER_ACTION on the cluster.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import CLUSTER, is_authorized
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import respond
 from mirrorsim.broker.replica import ReplicaManager
@@ -27,13 +30,18 @@ WRITE_TXN_MARKERS_KEY = 27
 
 @handles(WRITE_TXN_MARKERS_KEY, min_version=1, max_version=2)
 async def handle(ctx: RequestContext, body: Any) -> Any:
+    allowed = await is_authorized(ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER)
     results = []
     for marker in body.markers:
         topics = []
         for topic in marker.topics:
             partitions = []
             for index in topic.partition_indexes:
-                code = await _write(ctx.broker, marker, topic.name, int(index))
+                code = (
+                    await _write(ctx.broker, marker, topic.name, int(index))
+                    if allowed
+                    else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                )
                 partitions.append({"partition_index": int(index), "error_code": code})
             topics.append({"name": topic.name, "partitions": partitions})
         results.append({"producer_id": marker.producer_id, "topics": topics})

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import crc32c
+
 from mirrorsim.broker.log.checkpoint import read_checkpoint, write_checkpoint
 from mirrorsim.broker.log.results import CompactionStats
 from mirrorsim.broker.log.segment import AppendItem, LogSegment

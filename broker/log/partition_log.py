@@ -12,7 +12,9 @@ Durability: ``flush`` fsyncs. The recovery point (persisted on roll and close) m
 what is known to be on disk; on open every segment from the one holding the recovery
 point onwards is re-validated batch by batch and cut at the first torn or corrupt batch,
 unless the log was closed cleanly. Producer state is rebuilt from the newest snapshot
-plus a replay of the log tail.
+plus a replay of the log tail. The leader epoch cache writes truncations lazily (before
+the recovery point moves), so after a crash its entries from the recovery point on are
+rebuilt from the batch headers there.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import crc32c
+
 from mirrorsim.broker.log.checkpoint import (
     CheckpointFormatError,
     read_checkpoint,
@@ -156,7 +159,12 @@ class PartitionLog:
         )
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.high_watermark = min(max(saved_hw, self.log_start_offset), self.log_end_offset)
-        self.epoch_cache.truncate_from_end(self.log_end_offset)
+        if clean:
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
+        else:
+            self.epoch_cache.rebuild_from(
+                self.recovery_point, self._epoch_marks_from(self.recovery_point)
+            )
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self._rebuild_producer_state()
         self._last_flush_ms = self._now_ms()
@@ -203,6 +211,15 @@ class PartitionLog:
         for batch in self._batches_from(start):
             _stage(staged, batch)
         state.commit(staged, self.log_end_offset)
+
+    def _epoch_marks_from(self, offset: int) -> Iterator[tuple[int, int, int]]:
+        """(partition leader epoch, base offset, next offset) of each batch from ``offset``."""
+        for segment in self.segments[self._segment_index(offset) :]:
+            first = segment.translate_offset(offset)
+            if first is None:
+                continue
+            for header in segment.headers(first.position):
+                yield header.partition_leader_epoch, header.base_offset, header.next_offset
 
     def _batches_from(self, offset: int) -> Iterator[RawBatch]:
         for segment in self.segments[self._segment_index(offset) :]:
@@ -451,6 +468,7 @@ class PartitionLog:
         else:
             old.on_become_inactive()
             old.flush()
+            self.epoch_cache.flush()
             self.producer_state.take_snapshot()
         self._add_segment(LogSegment.create(self.dir, base_offset, **self._segment_args()))
         if old.size:
@@ -465,7 +483,8 @@ class PartitionLog:
             self.flush()
 
     def flush(self) -> None:
-        """fsync everything up to the LEO."""
+        """fsync everything up to the LEO (and pending epoch cache truncations first)."""
+        self.epoch_cache.flush()
         for segment in self.segments[self._segment_index(self.recovery_point) :]:
             segment.flush()
         self.recovery_point = self.log_end_offset

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import crc32c
+
 from mirrorsim.broker.log.errors import (
     DuplicateSequenceError,
     InvalidProducerEpochError,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import crc32c
+
 from mirrorsim.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from mirrorsim.broker.log.txn_index import TransactionIndex
 from mirrorsim.protocol.records.raw_batch import (

@@ -7,10 +7,11 @@ own port is chosen at bind time, i.e. configured as 0); 0 disables the endpoint.
 
 from __future__ import annotations
 
+from prometheus_client import CollectorRegistry
+
 from mirrorsim.broker.metrics.http import MetricsEndpoint
 from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.broker.metrics.requests import RequestMetrics
-from prometheus_client import CollectorRegistry
 
 METRICS_PORT_OFFSET = 1000
 

@@ -5,7 +5,8 @@ Two kinds of source: events the fetchers and the metadata manager push as they h
 time through callbacks (lags, failed partitions, partition-state counts: gauges), so the
 gauges can never drift from the state they describe. Components register their callback
 once at start (``observe_fetchers``, ``observe_partition_states``); without one the gauges
-read 0.
+read 0. Each fetcher records through its own ``FetcherStats`` handle, which carries Kafka's
+labels for it.
 
 JMX → Prometheus names are listed in docs/operations.md.
 """
@@ -13,12 +14,14 @@ JMX → Prometheus names are listed in docs/operations.md.
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from mirrorsim.broker.metrics.rate import RateMeter
 
 MIRROR_REPLICA_CLIENT_ID = "MirrorReplica"
 PARTITION_STATE_GAUGES = {
@@ -27,6 +30,7 @@ PARTITION_STATE_GAUGES = {
     "STOPPING": "stopping",
     "STOPPED": "stopped",
     "FAILED": "failed",
+    "PAUSED": "paused",
 }
 
 
@@ -64,6 +68,8 @@ class MirrorMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._fetchers: Callable[[], MirrorFetcherView] = MirrorFetcherView
         self._partition_states: Callable[[], Mapping[str, int]] = dict
+        self._fetch_rates: dict[str, RateMeter] = {}
+        self._fetched_by: dict[tuple[str, int], str] = {}
         fetcher_labels = ["client_id", "broker_host", "broker_port", "mirror_name"]
         self.fetcher_bytes = Counter(
             "kafka_server_fetcher_stats_bytes",
@@ -99,14 +105,47 @@ class MirrorMetrics:
         """``counts()`` maps a state name (MIRRORING, FAILED...) to its partition count."""
         self._partition_states = counts
 
+    def fetcher_stats(self, source_broker_id: int, fetcher_id: int, mirror: str) -> FetcherStats:
+        return FetcherStats(self, fetcher_client_id(source_broker_id, fetcher_id, mirror), mirror)
+
     def record_fetch(
-        self, *, client_id: str, broker_host: str, broker_port: int, mirror: str, size: int
+        self,
+        *,
+        client_id: str,
+        broker_host: str,
+        broker_port: int,
+        mirror: str,
+        size: int,
+        partitions: Iterable[tuple[str, int]] = (),
     ) -> None:
-        """One fetch response of ``size`` record bytes received from a source broker."""
+        """One fetch response received from a source broker; ``size`` bytes were appended.
+
+        ``partitions`` are the (topic, partition) the request asked for: a partition keeps
+        the client id of the fetcher that last fetched it, so its lag stays labelled the
+        same while it is paused.
+        """
         labels = (client_id, broker_host, str(broker_port), mirror)
         self.fetcher_requests.labels(*labels).inc()
         self.fetcher_bytes.labels(*labels).inc(size)
         self.replication_bytes.inc(size)
+        self._fetch_rates.setdefault(client_id, RateMeter()).mark()
+        for key in partitions:
+            self._fetched_by[key] = client_id
+
+    def fetch_rate(self, client_id: str) -> float:
+        """Fetch responses per second of one fetcher over the last minute."""
+        meter = self._fetch_rates.get(client_id)
+        return 0.0 if meter is None else meter.rate()
+
+    def last_fetcher_of(self, key: tuple[str, int]) -> str | None:
+        """The client id of the fetcher that last fetched ``key``, if any did."""
+        return self._fetched_by.get(key)
+
+    def forget_partitions_except(self, keys: Iterable[tuple[str, int]]) -> None:
+        """Drop what is remembered of partitions this broker no longer drives."""
+        kept = set(keys)
+        for key in [k for k in self._fetched_by if k not in kept]:
+            del self._fetched_by[key]
 
     def record_sync_error(self, kind: SyncError) -> None:
         self.sync_errors[kind].inc()
@@ -116,6 +155,32 @@ class MirrorMetrics:
 
     def partition_state_counts(self) -> Mapping[str, int]:
         return self._partition_states()
+
+
+@dataclass(frozen=True, slots=True)
+class FetcherStats:
+    """Kafka's FetcherStats of one mirror fetcher: its client id and mirror, bound."""
+
+    metrics: MirrorMetrics
+    client_id: str
+    mirror: str
+
+    def record_fetch(
+        self,
+        *,
+        broker_host: str,
+        broker_port: int,
+        size: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> None:
+        self.metrics.record_fetch(
+            client_id=self.client_id,
+            broker_host=broker_host,
+            broker_port=broker_port,
+            mirror=self.mirror,
+            size=size,
+            partitions=partitions,
+        )
 
 
 class _LiveStateCollector(Collector):

@@ -10,13 +10,16 @@ series.
 from __future__ import annotations
 
 import dataclasses
+import types
+import typing
 from collections import Counter as Tally
 from functools import cache
 from typing import Any
 
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
 from mirrorsim.protocol.errors import error_code_from_wire
 from mirrorsim.protocol.registry import request_class
-from prometheus_client import CollectorRegistry, Counter, Histogram
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 PREFIX = "kafka_network_request_metrics"
@@ -31,22 +34,78 @@ def api_name(api_key: int, version: int) -> str:
 
 
 def error_counts(body: Any) -> Tally[str]:
-    """Every ``error_code`` in a response body, by error name (Kafka's ``errorCounts``)."""
+    """Every ``error_code`` in a response body, by error name (Kafka's ``errorCounts``).
+
+    Only the fields whose declared type can hold an ``error_code`` are visited (see
+    ``_error_paths``), so a Fetch response's records and a Metadata response's replica
+    lists cost nothing.
+    """
     tally: Tally[str] = Tally()
     pending = [body]
     while pending:
         node = pending.pop()
         if isinstance(node, tuple | list):
             pending.extend(node)
-        elif dataclasses.is_dataclass(node):
-            for field in dataclasses.fields(node):
-                value = getattr(node, field.name)
-                if field.name == "error_code":
-                    code = error_code_from_wire(int(value))
-                    tally[getattr(code, "name", str(code))] += 1
-                elif isinstance(value, tuple | list) or dataclasses.is_dataclass(value):
-                    pending.append(value)
+            continue
+        paths = _error_paths(type(node))
+        if paths is None:
+            continue
+        if paths.has_error_code:
+            tally[_error_name(node.error_code)] += 1
+        for name in paths.nested:
+            value = getattr(node, name)
+            if value is not None:
+                pending.append(value)
     return tally
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ErrorPaths:
+    has_error_code: bool
+    nested: tuple[str, ...]
+
+
+@cache
+def _error_name(code: int) -> str:
+    found = error_code_from_wire(int(code))
+    return getattr(found, "name", str(found))
+
+
+@cache
+def _error_paths(cls: type) -> _ErrorPaths | None:
+    """Where ``error_code`` fields can be below ``cls``; None when nowhere (or not a message)."""
+    if not dataclasses.is_dataclass(cls):
+        return None
+    return _paths_of(cls, frozenset())
+
+
+def _paths_of(cls: type, seen: frozenset[type]) -> _ErrorPaths | None:
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:
+        hints = {}
+    fields = dataclasses.fields(cls)
+    has_error_code = any(f.name == "error_code" for f in fields)
+    nested = tuple(
+        f.name
+        for f in fields
+        if f.name != "error_code" and _may_hold_errors(hints.get(f.name, Any), seen | {cls})
+    )
+    if not has_error_code and not nested:
+        return None
+    return _ErrorPaths(has_error_code, nested)
+
+
+def _may_hold_errors(hint: Any, seen: frozenset[type]) -> bool:
+    """Whether a value of type ``hint`` can contain an ``error_code``; unknown types can."""
+    if hint is Any:
+        return True
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return hint not in seen and _paths_of(hint, seen) is not None
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) in (tuple, list, typing.Union, types.UnionType):
+        return any(_may_hold_errors(arg, seen) for arg in args if arg is not Ellipsis)
+    return False
 
 
 class RequestMetrics:

@@ -12,9 +12,10 @@ import asyncio
 import weakref
 from typing import Any
 
+from sqlalchemy import delete, select
+
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.store import MetadataStore
-from sqlalchemy import delete, select
 
 Endpoint = tuple[str, int]
 

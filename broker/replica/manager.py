@@ -321,6 +321,7 @@ class ReplicaManager:
     ) -> None:
         """A follower fetcher's data: append unchanged, follow the leader's high watermark."""
         target = self.partition(topic, partition)
+        _restart_at_straddling_batch(target, batches)
         try:
             target.append_as_follower(batches, leader_high_watermark, leader_log_start_offset)
         except LogError as exc:
@@ -441,6 +442,7 @@ class ReplicaManager:
         append; compaction on the source leaves offset gaps, which are kept.
         """
         target = self.partition(topic, partition)
+        _restart_at_straddling_batch(target, batches)
         try:
             info = target.log.append_as_follower(batches, allow_gaps=True)
         except LogError as exc:
@@ -467,12 +469,28 @@ class ReplicaManager:
         """Cut the log at ``offset`` (a straddling batch goes whole); True if anything went."""
         target = self.partition(topic, partition)
         removed = target.log.truncate_to(offset)
+        target.forget_follower_offsets_past_log_end()
         self._purgatory.notify((topic, partition))
         return removed
 
     def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
-        self.partition(topic, partition).log.truncate_fully_and_start_at(offset)
+        target = self.partition(topic, partition)
+        target.log.truncate_fully_and_start_at(offset)
+        target.forget_follower_offsets_past_log_end()
         self._purgatory.notify((topic, partition))
+
+
+def _restart_at_straddling_batch(target: Partition, batches: list[RawBatch]) -> None:
+    """Kafka's follower rule for a log start inside a batch (DeleteRecords, retention
+    followed exactly): an empty log that fetched from the leader's log start receives the
+    whole batch holding it, so the log restarts at that batch's base offset; the log start
+    is raised again from the leader's log start offset afterwards. A log with records
+    keeps refusing a batch below its end."""
+    if not batches or target.log_end_offset != target.log_start_offset:
+        return
+    first = batches[0]
+    if first.base_offset < target.log_end_offset <= first.last_offset:
+        target.log.truncate_fully_and_start_at(first.base_offset)
 
 
 def _satisfied(outcomes: Mapping[FetchKey, FetchOutcome], min_bytes: int) -> bool:

@@ -216,6 +216,14 @@ class Partition:
         progress.last_fetch_leader_log_end_offset = self.log_end_offset
         return self.maybe_increment_high_watermark()
 
+    def forget_follower_offsets_past_log_end(self) -> None:
+        """A leader-side cut (mirroring's LME and stop truncations) removed records that
+        followers had fetched: their last fetch offsets no longer name a prefix of this log,
+        so they count for nothing (high watermark, ISR expansion) until the next fetch."""
+        for progress in self.followers.values():
+            if progress.log_end_offset > self.log_end_offset:
+                progress.log_end_offset = -1
+
     # -- ISR (leader side) -------------------------------------------------------------
 
     def isr_to_expand(self) -> tuple[int, ...] | None:
@@ -345,8 +353,21 @@ class Partition:
     def _diverging_epoch(
         self, last_fetched_epoch: int, fetch_offset: int
     ) -> tuple[int, int] | None:
-        """Kafka's check for a fetcher whose last epoch ends earlier here than it thinks."""
+        """Kafka's check for a fetcher whose last epoch ends earlier here than it thinks.
+
+        An epoch this log cannot place (newer than every epoch here, or an empty log) is
+        OFFSET_OUT_OF_RANGE, as in Kafka: (-1, -1) on the wire means "no divergence", so
+        the fetcher would keep asking for the same offset. It happens after a mirror
+        leader's last-mirrored-epoch cut, whose log keeps the source's epochs instead of
+        this cluster's leader epoch; the fetcher then cuts back to the leader's log end.
+        """
         epoch, end_offset = self.end_offset_for_epoch(last_fetched_epoch)
+        if epoch == NO_EPOCH or end_offset < 0:
+            raise KafkaError(
+                ErrorCode.OFFSET_OUT_OF_RANGE,
+                f"The end offset of epoch {last_fetched_epoch} (fetch offset {fetch_offset}) "
+                f"is unknown on {self.topic}-{self.index}",
+            )
         if end_offset < fetch_offset or epoch < last_fetched_epoch:
             return epoch, end_offset
         return None

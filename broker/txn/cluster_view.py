@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.handlers.find_coordinator import coordinator_partition
+from mirrorsim.broker.group.ownership import coordinator_partition
 from mirrorsim.broker.txn.state import GROUP_OFFSETS_TOPIC
 
 

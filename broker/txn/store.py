@@ -16,11 +16,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+from sqlalchemy import Connection, Row, and_, delete, select, update
+
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.txn.state import TxnMetadata, TxnState
-from sqlalchemy import Connection, Row, and_, delete, select, update
 
 _EPOCH_ROW = 0
 

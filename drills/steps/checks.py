@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
+
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import wait_until
 from mirrorsim.drills.workloads import value_id

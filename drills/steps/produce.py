@@ -7,6 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+
 from mirrorsim.drills.context import Ack, DrillContext
 from mirrorsim.drills.workloads import ProducerSpec, ProducerWorkload
 

@@ -24,6 +24,7 @@ from kio.schema.types import TopicName
 from kio.serial import entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32
+
 from mirrorsim.protocol.schema_reader import tolerant_reader
 
 MIRROR_STATE_TOPIC = "__mirror_state"

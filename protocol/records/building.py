@@ -10,6 +10,7 @@ import struct
 from collections.abc import Iterable
 
 import crc32c
+
 from mirrorsim.protocol.records.compression import compress
 from mirrorsim.protocol.records.raw_batch import (
     ATTR_COMPRESSION_MASK,

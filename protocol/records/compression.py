@@ -17,6 +17,7 @@ from __future__ import annotations
 import struct
 
 import cramjam
+
 from mirrorsim.protocol.records.raw_batch import Compression, CorruptRecordError
 
 XERIAL_MAGIC = b"\x82SNAPPY\x00"

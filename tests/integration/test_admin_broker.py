@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import (
     AclBinding,

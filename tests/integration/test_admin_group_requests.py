@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from test_client_tiny_broker import TinyBroker, TopicSpec, response
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import OffsetAndMetadata, TopicPartition
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import Request
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
 
 FIND_COORDINATOR, OFFSET_COMMIT, OFFSET_FETCH = 10, 8, 9
 DESCRIBE_GROUPS, LIST_GROUPS, DELETE_GROUPS = 15, 16, 42

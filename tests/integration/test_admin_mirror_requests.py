@@ -6,12 +6,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
+from test_client_tiny_broker import TinyBroker, TopicSpec, response
+
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import MirrorPartitionDescription
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.framing import Request
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
 
 MIRROR_KEYS = {int(key): (0, 0) for key in MirrorApiKey}
 FAST = {"retry.backoff.ms": "1", "retry.backoff.max.ms": "5", "default.api.timeout.ms": "5000"}

@@ -8,10 +8,11 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from test_client_tiny_broker import TinyBroker, TopicSpec, response
+
 from mirrorsim.client import Admin
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
 
 
 @pytest.fixture

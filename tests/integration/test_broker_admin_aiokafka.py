@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
 from mirrorsim.protocol.errors import ErrorCode
 
 

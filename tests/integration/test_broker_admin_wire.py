@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.errors import ErrorCode

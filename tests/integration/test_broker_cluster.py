@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
 from mirrorsim.broker.server import Broker
 from mirrorsim.protocol.errors import ErrorCode
 

@@ -10,6 +10,7 @@ import pytest
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsV3
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
+
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import FrameSplitter, decode_response, encode_request
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from click.testing import CliRunner
+
 from mirrorsim.cli.cmd_up import up
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
+
 from mirrorsim.broker.log import AppendOrigin, LogConfig, PartitionLog
 from mirrorsim.cli.main import cli
 from mirrorsim.client import Admin

@@ -15,12 +15,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from test_admin_mirror_requests import MIRROR_KEYS, answer_with
+from test_client_tiny_broker import TinyBroker, TopicSpec
+
 from mirrorsim.cli.kafka_mirrors import main
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import Request
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-from test_admin_mirror_requests import MIRROR_KEYS, answer_with
-from test_client_tiny_broker import TinyBroker, TopicSpec
 
 DESCRIBE_CONFIGS = 32
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+
 from mirrorsim.broker.handlers.base import HANDLERS
 from mirrorsim.cli.kafka_mirrors import main
 from mirrorsim.client import Admin

@@ -6,11 +6,12 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
+
 from mirrorsim.client.cluster import ClusterClient, CoordinatorType, RequestSpec
 from mirrorsim.client.errors import KafkaConnectionError
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.framing import Request
-from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
 
 FIND_COORDINATOR = 10
 ALL_TOPICS = RequestSpec(METADATA, {"topics": None, "include_topic_authorized_operations": False})

@@ -7,13 +7,14 @@ import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
+from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
+
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion
 from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import Request
-from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
 
 
 @pytest.fixture

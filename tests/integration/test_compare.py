@@ -24,9 +24,8 @@ async def test_three_modes_fail_over_as_each_design_predicts(tmp_path: Path) -> 
     assert 0 < mirroring.failback_bytes < mm2.failback_bytes
 
     # MM2 copies source 100.. to target 0.. (downstream = upstream - 100) and publishes a
-    # sync at upstream 100, 200, ..., 500. The 64-entry cache then holds 500 (latest),
-    # 300 (oldest in the distance bucket [100, 300)) and 100 (oldest in [300, 700)).
-    # Committed 377 translates through 300 -> 200 to 201; the record the group has not
+    # sync at upstream 100, 200, ..., 500. Five syncs fit the 64-entry cache whole, so
+    # committed 377 translates through 300 -> 200 to 201; the record the group has not
     # consumed sits at target 277, so the group re-reads 277 - 201 = 76 records.
     (p,) = mm2.partitions
     assert mm2.target_topic == "primary.orders"

@@ -12,6 +12,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from confluent_kafka import Producer
+
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.errors import ErrorCode

@@ -16,10 +16,6 @@ from mirrorsim.drills.catalog import builtin_paths
 FAST = ["planned-migration", "first-mirror", "transactional-stop", "groups-beyond-log-end",
         "compaction-tombstone"]
 SLOW = ["disaster-failover", "failback-case-b"]
-RETENTION_BUG = (
-    "mirror partition goes FAILED when, after a resume, its fetch offset (50) is below the "
-    "source's log start (100) instead of restarting at the log start"
-)
 
 
 def _minimal(**step: object) -> dict[str, object]:
@@ -95,7 +91,6 @@ async def test_builtin_drill_slow(name: str, tmp_path: Path) -> None:
     await _run(name, tmp_path)
 
 
-@pytest.mark.xfail(reason=RETENTION_BUG, strict=True)
 async def test_builtin_drill_retention(tmp_path: Path) -> None:
     await _run("retention", tmp_path)
 

@@ -6,12 +6,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from mirrorsim.broker.cluster import ClusterRunner
-from mirrorsim.broker.controller import ElectionType
-from mirrorsim.client.builder import build_request
-from mirrorsim.client.connection import BrokerConnection
-from mirrorsim.protocol.errors import ErrorCode
-from mirrorsim.protocol.records import decode_records, iter_batches
 from test_replication import (
     FAST,
     TOPIC,
@@ -24,6 +18,13 @@ from test_replication import (
     restart,
     stop,
 )
+
+from mirrorsim.broker.cluster import ClusterRunner
+from mirrorsim.broker.controller import ElectionType
+from mirrorsim.client.builder import build_request
+from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.records import decode_records, iter_batches
 
 
 async def elect(cluster: ClusterRunner, election_type: ElectionType, *, at: int = 0) -> Any:

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from mirrorsim.broker.server import Broker
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic

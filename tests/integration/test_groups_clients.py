@@ -13,6 +13,8 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from kafka import KafkaConsumer
+from kafka.errors import CommitFailedError, RebalanceInProgressError
+
 from mirrorsim.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
@@ -124,9 +126,13 @@ class KafkaPythonMember:
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        """Runs in a worker thread: kafka-python blocks, even while bootstrapping."""
+        """Runs in a worker thread: kafka-python blocks, even while bootstrapping.
+
+        The topic's metadata is loaded before subscribing: a kafka-python 3.0 leader that
+        joins before its first metadata response assigns nothing, and the member that
+        then rejoins can take its new assignment without ever fetching or committing.
+        """
         consumer = KafkaConsumer(
-            TOPIC,
             bootstrap_servers=self.bootstrap,
             group_id=self.group,
             enable_auto_commit=False,
@@ -134,16 +140,32 @@ class KafkaPythonMember:
             session_timeout_ms=10_000,
             heartbeat_interval_ms=100,
         )
+        if consumer.partitions_for_topic(TOPIC) != set(range(PARTITIONS)):
+            consumer.close()
+            raise AssertionError(f"{TOPIC} has no metadata for {PARTITIONS} partitions")
+        consumer.subscribe([TOPIC])
+        uncommitted = False
         try:
-            while not self.stopping.is_set():
+            while not self.stopping.is_set() or uncommitted:
                 batches = consumer.poll(timeout_ms=50)
                 for messages in batches.values():
                     self.seen.update(int(m.value) for m in messages)
-                if batches:
-                    consumer.commit()
+                uncommitted = uncommitted or bool(batches)
+                if uncommitted:
+                    uncommitted = not self._commit(consumer)
                 self.partitions = {tp.partition for tp in consumer.assignment()}
         finally:
             consumer.close()
+
+    @staticmethod
+    def _commit(consumer: KafkaConsumer) -> bool:
+        """False when the coordinator refused the commit because the group is rebalancing
+        (the other member joining or leaving); the next poll rejoins and it is retried."""
+        try:
+            consumer.commit()
+        except (CommitFailedError, RebalanceInProgressError):
+            return False
+        return True
 
 
 @contextlib.asynccontextmanager

@@ -8,6 +8,7 @@ from collections import Counter
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.broker.metadata.assignment import assign_replicas, validate_manual_assignment
 from mirrorsim.broker.metadata.models import PartitionAssignment, TopicRecord
 from mirrorsim.broker.metadata.view import partition_changes

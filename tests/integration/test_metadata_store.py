@@ -8,6 +8,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, select
+
 from mirrorsim.broker.auth.acl import (
     AclBinding,
     AclFilter,
@@ -29,7 +31,6 @@ from mirrorsim.broker.metadata import (
 from mirrorsim.broker.metadata.ids import from_base64, to_base64
 from mirrorsim.broker.metadata.migrations import MIGRATIONS, current_version, migrate
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
-from sqlalchemy import create_engine, select
 
 POSTGRES_URL_ENV = "MIRRORSIM_TEST_POSTGRES_URL"
 

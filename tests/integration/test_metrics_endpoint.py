@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
 from mirrorsim.broker.metrics import MirrorFetcherView, PartitionLag, SyncError
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from prometheus_client.parser import text_string_to_metric_families
 
 
 def http_get(url: str) -> tuple[int, str]:

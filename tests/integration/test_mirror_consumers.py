@@ -6,13 +6,6 @@ import asyncio
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic, OffsetAndMetadata, TopicPartition
-from mirrorsim.protocol.records import (
-    decode_control_batch,
-    decode_records,
-)
-from mirrorsim.protocol.records.control import MirrorPidReset
 from test_mirror_helpers import (
     MIRROR,
     MIRROR_CONFIGS,
@@ -23,6 +16,14 @@ from test_mirror_helpers import (
     partition_log,
     produce,
 )
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic, OffsetAndMetadata, TopicPartition
+from mirrorsim.protocol.records import (
+    decode_control_batch,
+    decode_records,
+)
+from mirrorsim.protocol.records.control import MirrorPidReset
 
 
 async def _fail_over(destination: Any, source: Any, topics: list[str], wait_for: Any) -> None:

@@ -7,10 +7,6 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.protocol.errors import ErrorCode
-from mirrorsim.protocol.records import RawBatch
 from test_mirror_helpers import (
     MIRROR,
     MIRROR_CONFIGS,
@@ -20,6 +16,11 @@ from test_mirror_helpers import (
     produce,
     produce_error_code,
 )
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.records import RawBatch
 
 CODECS = (None, "gzip", "snappy", "lz4", "zstd")
 

@@ -6,16 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from mirrorsim.broker.metadata.models import PartitionAssignment
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.cluster import ClusterClient
-from mirrorsim.protocol.errors import ErrorCode
-from mirrorsim.protocol.records import (
-    MirrorPidReset,
-    RawBatch,
-    decode_control_batch,
-)
 from test_mirror_helpers import (
     MIRROR,
     MIRROR_CONFIGS,
@@ -26,6 +16,17 @@ from test_mirror_helpers import (
     partition_log,
     produce,
     produce_error_code,
+)
+
+from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.client.cluster import ClusterClient
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.records import (
+    MirrorPidReset,
+    RawBatch,
+    decode_control_batch,
 )
 
 

@@ -5,10 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mirrorsim.broker.metadata.models import PartitionAssignment
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.protocol.errors import KafkaError
 from test_mirror_helpers import (
     MIRROR,
     MIRROR_CONFIGS,
@@ -17,6 +13,11 @@ from test_mirror_helpers import (
     mirrored_up_to,
     produce,
 )
+
+from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.protocol.errors import KafkaError
 
 
 async def test_fetchers_are_keyed_by_fetcher_id_source_broker_and_mirror(

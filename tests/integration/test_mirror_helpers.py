@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
+
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.protocol.records import RawBatch, Record, build_batch
 

@@ -6,11 +6,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.connection import BrokerConnection
-from mirrorsim.protocol.errors import ErrorCode, KafkaError
-from mirrorsim.protocol.messages.constants import MirrorApiKey
 from test_mirror_helpers import (
     MIRROR,
     MIRROR_CONFIGS,
@@ -20,6 +15,12 @@ from test_mirror_helpers import (
     partition_log,
     produce,
 )
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 
 @pytest.fixture

@@ -16,18 +16,18 @@ import shutil
 import subprocess
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import test_metadata_store as metadata_store_suite
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from conftest import free_port
+from sqlalchemy import create_engine, text
+
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
-from sqlalchemy import create_engine, text
 
 pytestmark = pytest.mark.postgres
 
@@ -84,7 +84,7 @@ class PostgresServer:
 
 
 @pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
+def postgres_server(free_port: Callable[[], int]) -> Iterator[PostgresServer]:
     bin_dir = postgres_bin_dir()
     if bin_dir is None:
         pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not installed")

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from kio.schema.metadata.v12.request import MetadataRequest
+
 from mirrorsim.broker.auth.credentials import upsert_scram_credential
 from mirrorsim.broker.auth.scram import scram_credential
 from mirrorsim.client import Admin

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic, TopicPartition

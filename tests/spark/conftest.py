@@ -6,8 +6,9 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from mirrorsim.verify.session import verification_session
 from pyspark.sql import SparkSession
+
+from mirrorsim.verify.session import verification_session
 
 
 @pytest.fixture(scope="session")

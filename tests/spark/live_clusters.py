@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiokafka import AIOKafkaProducer
+
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 
 T = TypeVar("T")

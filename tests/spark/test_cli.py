@@ -15,10 +15,11 @@ from pathlib import Path
 import pyspark
 import pytest
 from click.testing import CliRunner
-from mirrorsim.cli.cmd_verify import verify
-from mirrorsim.verify.session import prepare_environment
 from pyspark.sql import SparkSession
 from spark_logs import make_batches, write_partition
+
+from mirrorsim.cli.cmd_verify import verify
+from mirrorsim.verify.session import prepare_environment
 
 pytestmark = pytest.mark.spark
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
+from spark_logs import flip_byte, make_batches, write_partition
+
 from mirrorsim.protocol.records import Compression, RawBatch
 from mirrorsim.verify.job import read_segments, verify_logs
 from mirrorsim.verify.report import VerifyReport
 from mirrorsim.verify.segments import TopicPartition
-from pyspark.sql import SparkSession
-from spark_logs import flip_byte, make_batches, write_partition
 
 pytestmark = pytest.mark.spark
 

@@ -13,6 +13,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from live_clusters import ClusterThread, produce
+from pyspark.sql import SparkSession
+from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
+
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import IsolationLevel, NewTopic
@@ -20,8 +23,6 @@ from mirrorsim.verify.job import read_cluster, read_segments
 from mirrorsim.verify.kafka_source import FORMAT, KafkaReader
 from mirrorsim.verify.live_fetch import RangeFetcher
 from mirrorsim.verify.live_partitions import CLIENT_ID, OffsetRange, PartitionExtent, plan_ranges
-from pyspark.sql import SparkSession
-from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
 
 pytestmark = pytest.mark.spark
 

@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mirrorsim.verify.segment_source import FORMAT, SegmentReader
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import (
     EqualTo,
@@ -19,6 +18,8 @@ from pyspark.sql.datasource import (
     StringStartsWith,
 )
 from spark_logs import make_batches, write_partition
+
+from mirrorsim.verify.segment_source import FORMAT, SegmentReader
 
 pytestmark = pytest.mark.spark
 

@@ -19,11 +19,12 @@ from live_clusters import (
     produce,
     wait_until,
 )
+from pyspark.sql import SparkSession
+
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.cli.cmd_verify import verify
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic, TopicPartition
-from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
 

@@ -9,12 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_processes import SYSTEM_CONFIGS, partition_row, process_clusters
+
 from mirrorsim.broker.controller import ControllerLease, LeaseState
 from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from test_processes import SYSTEM_CONFIGS, partition_row, process_clusters
 
 pytestmark = pytest.mark.system
 

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
+from test_processes import partition_row, process_clusters
+
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from test_processes import partition_row, process_clusters
 
 pytestmark = pytest.mark.system
 

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from mirrorsim.broker.log import LogConfig, PartitionLog
 from mirrorsim.broker.log.partition_log import CLEAN_SHUTDOWN_FILE
 from mirrorsim.protocol.records import Record, build_batch, decode_records, iter_batches

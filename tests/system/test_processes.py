@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.broker.metadata.store import MetadataStore

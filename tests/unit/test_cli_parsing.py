@@ -7,6 +7,7 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.cli.cmd_acls import parse_operation
 from mirrorsim.cli.cmd_configs import parse_add_config
 from mirrorsim.cli.kafka_mirrors import main

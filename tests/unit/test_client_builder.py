@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
+
 from mirrorsim.client.builder import RequestBuildError, build_request
 from mirrorsim.protocol.registry import kio_versions
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from mirrorsim.client.cluster import parse_bootstrap
 from mirrorsim.client.config import ClientConfig
 

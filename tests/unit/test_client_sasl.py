@@ -9,6 +9,7 @@ import hmac
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.client.sasl import (
     PlainExchange,
     SaslAuthenticationError,

@@ -7,13 +7,14 @@ import itertools
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.compare.offset_sync import (
+    GAP_PER_AGE,
     SYNCS_PER_PARTITION,
     UNTRANSLATABLE,
     OffsetSync,
     OffsetSyncCache,
     OffsetSyncEmitter,
-    distance_bucket,
     translate_downstream,
 )
 from mirrorsim.compare.timestamp_translation import offset_for_timestamp, translate_by_timestamp
@@ -61,12 +62,16 @@ def test_spec_003_offset_not_mirrored_yet_is_untranslatable() -> None:
     assert translate_downstream(SPEC_CACHE, 1_000_100, upstream_log_end=1_000_001) == -1
 
 
-def test_spec_003_cache_gaps_double() -> None:
+def test_spec_003_cache_gaps_double_within_the_cache_invariant() -> None:
+    """The spec's snapshot is a table the cache may hold: each gap within its allowance,
+    and none of its entries could be dropped without exceeding it."""
+    latest = SPEC_CACHE[0].upstream_offset
     gaps = [a.upstream_offset - b.upstream_offset for a, b in itertools.pairwise(SPEC_CACHE)]
     assert gaps == [100 * 2**i for i in range(13)]
-    assert [distance_bucket(1_000_000 - s.upstream_offset, 100) for s in SPEC_CACHE[1:]] == list(
-        range(1, 14)
-    )
+    allowances = [max(100, GAP_PER_AGE * (latest - s.upstream_offset)) for s in SPEC_CACHE[:-1]]
+    assert all(gap <= allowance for gap, allowance in zip(gaps, allowances, strict=True))
+    merged = [gaps[k] + gaps[k + 1] for k in range(len(gaps) - 1)]
+    assert all(m > allowance for m, allowance in zip(merged, allowances, strict=False))
 
 
 def test_offset_older_than_every_sync_is_untranslatable() -> None:
@@ -126,14 +131,7 @@ def test_emitter_publishes_every_offset_lag_max_and_on_jumps() -> None:
     assert emitter.update(451, 250) == OffsetSync(451, 250)
 
 
-@given(
-    granularity=st.integers(1, 200),
-    steps=st.lists(st.integers(1, 500), min_size=1, max_size=300),
-)
-def test_cache_invariants(granularity: int, steps: list[int]) -> None:
-    """Latest first, strictly older after it, one per bucket, at most 64, the first sync
-    kept while its bucket exists, and re-reads bounded by twice the consumer's lag plus
-    the spacing of the syncs."""
+def _fill(granularity: int, steps: list[int]) -> tuple[OffsetSyncCache, list[OffsetSync]]:
     cache = OffsetSyncCache(granularity)
     upstream = 0
     history = []
@@ -141,19 +139,53 @@ def test_cache_invariants(granularity: int, steps: list[int]) -> None:
         upstream += step
         history.append(OffsetSync(upstream, upstream // 2))
         cache.update(history[-1])
+    return cache, history
+
+
+STEPS = st.lists(st.one_of(st.integers(1, 500), st.integers(1, 2**54)), min_size=1, max_size=300)
+
+
+@given(granularity=st.integers(1, 200), steps=STEPS)
+def test_cache_invariants(granularity: int, steps: list[int]) -> None:
+    """Latest first, strictly older after it, the earliest sync last, at most 64 entries,
+    nothing dropped before the table is full, and every gap that hides a received sync
+    at most ``max(g, 3 * age of its newer end)``."""
+    cache, history = _fill(granularity, steps)
     syncs = cache.syncs
     latest = history[-1].upstream_offset
-    assert syncs[0] == history[-1]
+    assert syncs[0] == history[-1] and syncs[-1] == history[0]
     assert all(a.upstream_offset > b.upstream_offset for a, b in itertools.pairwise(syncs))
-    buckets = [distance_bucket(latest - s.upstream_offset, granularity) for s in syncs[1:]]
-    assert len(buckets) == len(set(buckets)) and len(syncs) <= SYNCS_PER_PARTITION
-    assert syncs[-1] == history[0]
-    widest_step = max(steps)
+    assert set(syncs) <= set(history)
+    assert len(syncs) == min(len(history), SYNCS_PER_PARTITION)
+    received = {s.upstream_offset for s in history}
+    for newer, older in itertools.pairwise(syncs):
+        hidden = any(older.upstream_offset < u < newer.upstream_offset for u in received)
+        allowance = max(granularity, GAP_PER_AGE * (latest - newer.upstream_offset))
+        assert not hidden or newer.upstream_offset - older.upstream_offset <= allowance
+
+
+@given(granularity=st.integers(1, 200), steps=STEPS)
+def test_cache_translation_error_is_bounded_by_lag(granularity: int, steps: list[int]) -> None:
+    """Every received sync ``lag`` behind the latest translates through a cached sync
+    fewer than ``max(g, 3 * lag)`` offsets before it (the bound the invariant implies)."""
+    cache, history = _fill(granularity, steps)
+    latest = history[-1].upstream_offset
     for sync in history:
         lag = latest - sync.upstream_offset
-        closest = max(s.upstream_offset for s in syncs if s.upstream_offset <= sync.upstream_offset)
-        assert sync.upstream_offset - closest <= 2 * lag + 2 * (granularity + widest_step)
-        assert translate_downstream(syncs, sync.upstream_offset) != UNTRANSLATABLE
+        closest = max(
+            s.upstream_offset for s in cache.syncs if s.upstream_offset <= sync.upstream_offset
+        )
+        assert sync.upstream_offset - closest < max(granularity, GAP_PER_AGE * lag)
+        assert translate_downstream(cache.syncs, sync.upstream_offset) != UNTRANSLATABLE
+
+
+def test_cache_regression_bursty_syncs_keep_recent_offsets_translatable() -> None:
+    """The history that once emptied the cache's middle (one sync kept per distance
+    bucket lost every sync between the first and the last few)."""
+    steps = [1, 1, 1, 145, 500, 500, 500, 1, 1, 1, 1, 7, 13, 500, 500, 500, 22, 500, 500,
+             11, 500, 84, 499, 499]  # fmt: skip
+    cache, history = _fill(1, steps)
+    assert cache.syncs == tuple(reversed(history))
 
 
 def test_cache_restarts_when_upstream_offsets_go_backwards() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from mirrorsim.broker.cluster import DEFAULT_CLUSTERS_TOML, parse_cluster_specs
 from mirrorsim.broker.config import (
     BROKER_CONFIGS,
@@ -19,11 +20,16 @@ from mirrorsim.broker.config import (
     validate_topic_configs,
 )
 
+# KIP-1279 defines this one as a topic config only, with no broker-level default.
+TOPIC_ONLY_CONFIGS = {"mirror.support.unclean.leader.election"}
+
 
 def test_every_topic_config_default_parses_and_has_a_broker_synonym() -> None:
     for name, topic_def in TOPIC_CONFIGS.items():
         topic_def.definition.parse(topic_def.definition.default)
-        if not topic_def.internal:
+        if topic_def.internal or name in TOPIC_ONLY_CONFIGS:
+            assert topic_def.broker_synonym is None, name
+        else:
             assert topic_def.broker_synonym in BROKER_CONFIGS, name
 
 

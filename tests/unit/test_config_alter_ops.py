@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.broker.config import TOPIC_CONFIGS, ConfigError
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp, apply_alter_ops
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.broker.controller import NO_LEADER, ElectionType, elect_leader, plan_partition
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError

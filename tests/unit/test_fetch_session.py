@@ -8,6 +8,7 @@ import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
 from mirrorsim.broker.replica.fetch_session import (
     FetchKey,
     FetchSessionCache,

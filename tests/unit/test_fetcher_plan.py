@@ -4,6 +4,7 @@ from dataclasses import replace
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.fetcher.plan import (
     EpochSupport,
     Fail,
@@ -69,6 +70,16 @@ def test_batches_below_the_fetch_offset_are_skipped_and_straddling_fails() -> No
     straddled = respond(state(1), ok(batch(0, 2)))
     assert straddled.state.phase is FetchPhase.FAILED
     assert not straddled.append
+
+
+def test_a_batch_holding_the_source_log_start_is_taken_whole() -> None:
+    """DeleteRecords cut the source inside batch 50-100; the log restarted at 100."""
+    outcome = respond(state(100), ok(batch(50, 51), batch(101), start=100))
+    assert [b.base_offset for b in outcome.append] == [50, 101]
+    assert outcome.state.fetch_offset == 102
+    assert outcome.source_log_start_offset == 100
+    elsewhere = respond(state(100), ok(batch(50, 51), start=60))
+    assert elsewhere.state.phase is FetchPhase.FAILED
 
 
 def test_bad_crc_fails_the_partition_and_appends_nothing() -> None:

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, InMemoryOffsetStore, ManualClock
 from mirrorsim.broker.handlers import groups as handlers
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
@@ -47,7 +48,7 @@ async def call(
     request = build_request(api_key, version, fields)
     ctx = RequestContext(
         header=RequestHeader(api_key, version, 7, "client"),
-        broker=SimpleNamespace(groups=coordinator),
+        broker=SimpleNamespace(groups=coordinator, config={}.get),  # no authorizer
         client_host="127.0.0.1",
     )
     response = await registration.handler(ctx, request)

@@ -17,6 +17,7 @@ from hypothesis.stateful import (
     invariant,
     rule,
 )
+
 from mirrorsim.broker.group import (
     CommittedOffset,
     GroupConfig,

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from mirrorsim.broker.log.epoch_cache import EpochEntry, LeaderEpochFileCache
 from mirrorsim.fetcher.truncation import (
     AppendMirrorPidReset,

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+from test_lme_truncation import converge, entries
+
 from mirrorsim.broker.log import AppendOrigin, LogConfig, PartitionLog
 from mirrorsim.fetcher.plan import (
     EpochSupport,
@@ -41,7 +43,6 @@ from mirrorsim.protocol.records import (
     iter_batches,
 )
 from mirrorsim.protocol.records.control import TransactionMarker
-from test_lme_truncation import converge, entries
 
 
 def open_log(path: Path, **config: object) -> PartitionLog:

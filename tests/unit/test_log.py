@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+
 from mirrorsim.broker.log import (
     LogConfig,
     LogManager,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from mirrorsim.broker.log import AppendOrigin, InvalidRecordError, LogConfig, PartitionLog
 from mirrorsim.protocol.records import (
     ControlRecordType,

@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 import crc32c
+
 from mirrorsim.broker.log import AppendOrigin, LogConfig, PartitionLog
 from mirrorsim.protocol.records import ControlRecordType, Record, build_batch, build_control_batch
 

@@ -2,10 +2,10 @@
 
 Random leader and follower appends with changing epochs, truncations, rolls (small
 segments), high watermark moves, retention, log start moves, compaction and reopen
-(clean and crash-like). After every step: offsets are monotonic, reads return exactly
-the batches appended and not truncated or compacted away (byte-equal), the epoch cache
-matches the epochs the batches were appended with, and every index entry agrees with
-the log.
+(clean, crash after a flush, process crash without one). After every step: offsets are
+monotonic, reads return exactly the batches appended and not truncated or compacted away
+(byte-equal), the epoch cache matches the epochs the batches were appended with, and
+every index entry agrees with the log.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from hypothesis import event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+
 from mirrorsim.broker.log import LogConfig, PartitionLog
 from mirrorsim.broker.log.epoch_cache import EpochEntry
 from mirrorsim.protocol.records import RawBatch, Record, build_batch, decode_records, iter_batches
@@ -201,6 +202,16 @@ class PartitionLogMachine(RuleBasedStateMachine):
     @rule()
     def reopen_after_crash(self) -> None:
         self.log.flush()
+        for segment in self.log.segments:
+            segment.close()
+        self.log = PartitionLog.open(self.tmp / "t-0", self.config)
+        self.forget_epochs_at_log_end()
+
+    @precondition(lambda self: self.model)
+    @rule()
+    def reopen_after_process_crash(self) -> None:
+        """The process dies without a flush: the page cache keeps the appended bytes, but
+        truncations the epoch cache has not written yet are lost and must be rebuilt."""
         for segment in self.log.segments:
             segment.close()
         self.log = PartitionLog.open(self.tmp / "t-0", self.config)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.fetcher.fetch_session import FULL_EPOCH, FetchSessionHandler, PartitionRequest
 from mirrorsim.protocol.errors import ErrorCode
 

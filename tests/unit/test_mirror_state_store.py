@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
 from mirrorsim.coordinator.mirror_state_store import (
     NO_LAST_MIRRORED_EPOCH,
     MirrorStateRecord,

@@ -1,6 +1,7 @@
 """Error codes: Kafka's numbering, retriable flags, and the mirror codes above them."""
 
 from kio.schema.errors import ErrorCode as KioErrorCode
+
 from mirrorsim.protocol.errors import (
     FIRST_MIRROR_CODE,
     HIGHEST_STANDARD_CODE,

@@ -10,6 +10,7 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
+
 from mirrorsim.protocol.framing import (
     FrameError,
     FrameSplitter,

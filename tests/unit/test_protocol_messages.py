@@ -6,6 +6,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_protocol_strategies import entities
+
 from mirrorsim.protocol.framing import (
     decode_request,
     decode_response,
@@ -35,7 +37,6 @@ from mirrorsim.protocol.messages.mirror_state_records import (
     encode_mirror_state_value,
 )
 from mirrorsim.protocol.registry import request_class, response_class, supported_versions
-from test_protocol_strategies import entities
 
 PAIR_IDS = [f"{req.__name__}-v{version}" for _, version, req, _ in MESSAGE_PAIRS]
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
+
 from mirrorsim.protocol.messages import MESSAGE_PAIRS
 from mirrorsim.protocol.registry import request_class, response_class
 from mirrorsim.protocol.schema_reader import schema_reader

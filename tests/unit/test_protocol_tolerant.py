@@ -17,6 +17,7 @@ from kio.schema.produce.v9.response import (
     TopicProduceResponse,
 )
 from kio.serial import entity_reader, entity_writer
+
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import FrameError, decode_request, decode_response
 from mirrorsim.protocol.messages import fetch_v19

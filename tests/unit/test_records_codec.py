@@ -11,6 +11,7 @@ import pytest
 import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from mirrorsim.protocol.records import (
     HEADER_SIZE,
     Compression,

@@ -7,6 +7,7 @@ from aiokafka.record.control_record import ABORT_MARKER, COMMIT_MARKER, ControlR
 from aiokafka.record.default_records import DefaultRecordBatch
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.protocol.records import (
     ControlRecordType,
     CorruptRecordError,

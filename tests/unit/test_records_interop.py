@@ -14,6 +14,8 @@ from aiokafka.record import default_records as aiokafka_records
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import default_records as kafka_python_records
+from test_records_codec import BatchSpec, batch_specs, expected_records, record_lists
+
 from mirrorsim.protocol.records import (
     Compression,
     RawBatch,
@@ -22,7 +24,6 @@ from mirrorsim.protocol.records import (
     build_batch,
     decode_batch,
 )
-from test_records_codec import BatchSpec, batch_specs, expected_records, record_lists
 
 BUILDERS: dict[str, Callable[..., Any]] = {
     "aiokafka-c": aiokafka_records.DefaultRecordBatchBuilder,

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from mirrorsim.broker.log.log_manager import LogManager
 from mirrorsim.broker.log.results import AppendOrigin
 from mirrorsim.broker.replica import (

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.broker.log.epoch_cache import EpochEntry, LeaderEpochFileCache
 from mirrorsim.broker.replica.follower_fetcher import (
     batches_within_epoch,

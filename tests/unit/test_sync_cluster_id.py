@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.coordinator.sync import ClusterIdCheck, check_source_cluster_id
 
 IDS = st.text(min_size=1, max_size=22)

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.broker.group.offset_store import TopicPartition as CoordinatorPartition
 from mirrorsim.coordinator.sync import (
     CommitGroupOffsets,

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mirrorsim.client.admin_types import ConfigEntry, ConfigSource
 from mirrorsim.coordinator.sync import (
     AlterTopicConfigs,

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+
 from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.txn.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from mirrorsim.broker.txn.state import TopicPartition, TxnError, TxnState

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
 from mirrorsim.broker.txn.state import (
     MAX_PRODUCER_EPOCH,
     VALID_PREVIOUS,
