@@ -3,6 +3,7 @@ the HTTP endpoint that serves them (see docs/operations.md for every name)."""
 
 from mirrorsim.broker.metrics.broker_metrics import BrokerMetrics
 from mirrorsim.broker.metrics.mirror import (
+    FetcherStats,
     MirrorFetcherView,
     MirrorMetrics,
     PartitionLag,
@@ -12,6 +13,7 @@ from mirrorsim.broker.metrics.requests import RequestMetrics
 
 __all__ = [
     "BrokerMetrics",
+    "FetcherStats",
     "MirrorFetcherView",
     "MirrorMetrics",
     "PartitionLag",

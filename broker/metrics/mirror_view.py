@@ -1,0 +1,74 @@
+"""Scrape-time views of a broker's mirror coordinator and its fetchers.
+
+Each scrape reads the live partition statuses and fetcher tasks, so the gauges say what
+DescribeMirrors would say at that instant: a partition's ConsumerLag is the source high
+watermark its fetcher last saw minus the destination log end offset, the same figure as
+the LAG column. Paused, preparing and failed partitions keep their lag (labelled with the
+fetcher that last fetched them): the lag of a paused mirror is what an operator watches.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from mirrorsim.broker.metrics.mirror import (
+    MirrorFetcherView,
+    MirrorMetrics,
+    PartitionLag,
+    fetcher_client_id,
+)
+from mirrorsim.protocol.errors import KafkaError
+
+FAILED = "FAILED"
+
+
+def observe_mirrors(metrics: MirrorMetrics, broker: Any) -> None:
+    """Register the scrape-time callbacks over ``broker.mirrors`` (a MirrorCoordinator)."""
+    metrics.observe_fetchers(lambda: fetcher_view(metrics, broker))
+    metrics.observe_partition_states(lambda: partition_state_counts(broker.mirrors))
+
+
+def partition_state_counts(coordinator: Any) -> dict[str, int]:
+    return dict(Counter(status.state.name for status in coordinator.partitions.values()))
+
+
+def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
+    coordinator = broker.mirrors
+    fetching: dict[tuple[str, int], str] = {}
+    live: list[str] = []
+    dead = 0
+    for key, task in coordinator.fetchers.fetchers.items():
+        client_id = fetcher_client_id(key.source_broker, key.fetcher_id, key.mirror)
+        if task.dead:
+            dead += 1
+            continue
+        live.append(client_id)
+        fetching.update(dict.fromkeys(task.partitions, client_id))
+    statuses = coordinator.partitions
+    metrics.forget_partitions_except(statuses)
+    lags = []
+    for key, status in statuses.items():
+        client_id = fetching.get(key) or metrics.last_fetcher_of(key)
+        lag = _lag(broker, key, status.source_high_watermark)
+        if client_id is not None and lag is not None:
+            lags.append(PartitionLag(client_id, key[0], key[1], lag))
+    return MirrorFetcherView(
+        partition_lags=lags,
+        dead_thread_count=dead,
+        failed_partitions_count=sum(
+            1 for s in statuses.values() if s.state.name == FAILED or s.failure is not None
+        ),
+        min_fetch_rate=min((metrics.fetch_rate(c) for c in live), default=0.0),
+    )
+
+
+def _lag(broker: Any, key: tuple[str, int], source_high_watermark: int) -> int | None:
+    """DescribeMirrors' LAG for ``key``; None where it reports -1 (an offset is unknown)."""
+    try:
+        destination = broker.replica_manager.partition(*key).log_end_offset
+    except KafkaError:
+        return None
+    if source_high_watermark < 0 or destination < 0:
+        return None
+    return max(0, source_high_watermark - destination)
