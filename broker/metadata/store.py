@@ -30,7 +30,7 @@ from mirrorsim.broker.auth.acl import (
 )
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.ids import new_cluster_id
-from mirrorsim.broker.metadata.migrations import migrate
+from mirrorsim.broker.metadata.migrations import migrate, serialize_writers
 from mirrorsim.broker.metadata.models import (
     BrokerRegistration,
     MirrorRecord,
@@ -105,6 +105,7 @@ class MetadataStore:
     def ensure_cluster_id(self, proposed: str | None = None) -> str:
         """The cluster id, created from ``proposed`` (or at random) by the first caller."""
         with self._tx() as conn:
+            serialize_writers(conn)
             row = conn.execute(select(schema.cluster.c.cluster_id)).first()
             if row is not None:
                 return str(row[0])

@@ -73,6 +73,7 @@ class Partition:
     log: PartitionLog
     clock: Callable[[], int]
     followers: dict[int, ReplicaProgress] = field(default_factory=dict)
+    followed_log_start_offset: int = -1
 
     @property
     def topic(self) -> str:
@@ -195,8 +196,22 @@ class Partition:
             candidate = min(candidate, progress.log_end_offset if progress else -1)
         if candidate > self.high_watermark:
             self.log.update_high_watermark(candidate)
+            self._raise_log_start_to_followed()
             return True
         return False
+
+    def follow_log_start_offset(self, offset: int) -> None:
+        """A mirror leader follows its source's log start (retention, DeleteRecords) as far
+        as its own high watermark allows now, and the rest as the high watermark advances:
+        the source reports a log start only when it changes, and the followers may not have
+        caught up yet."""
+        self.followed_log_start_offset = max(self.followed_log_start_offset, offset)
+        self._raise_log_start_to_followed()
+
+    def _raise_log_start_to_followed(self) -> None:
+        target = min(self.followed_log_start_offset, self.high_watermark)
+        if target > self.log_start_offset:
+            self.log.maybe_increment_log_start_offset(target)
 
     def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
         """A follower fetched from ``fetch_offset``: all before it is on its log."""

@@ -15,6 +15,7 @@ from test_replication import broker, create_topic, restart, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import TopicPartition
 from mirrorsim.protocol.errors import KafkaError
 from mirrorsim.protocol.records import RawBatch
 
@@ -222,3 +223,50 @@ async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
     await _mirror(destination, source, wait_for, create=False)
     await wait_for(lambda: _state(destination) == "MIRRORING", timeout=15)
     await wait_for(lambda: _every_replica_equals(destination, expected, replicas=2), timeout=30)
+
+
+async def test_retention_on_the_source_while_paused_restarts_every_replica_at_its_log_start(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """Paused at 50 while the source's log start moves to 100 (DeleteRecords, possibly
+    inside a batch): the resumed mirror restarts at 100, never fails, and every replica
+    ends with exactly the source's batches from the one holding offset 100."""
+    source = await _source_with_records(start_cluster, 50)
+    destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
+    await _mirror(destination, source, wait_for)
+    early = _replica_logs(source)[_leader(source).broker_id]
+    await wait_for(lambda: _every_replica_equals(destination, early), timeout=30)
+
+    restarts: dict[int, list[int]] = {}
+    for b in destination.brokers:
+        manager = b.replica_manager
+        real = manager.truncate_fully_and_start_at
+
+        def spying(
+            topic: str, partition: int, offset: int, _real: Any = real, _id: int = b.broker_id
+        ) -> None:
+            restarts.setdefault(_id, []).append(offset)
+            _real(topic, partition, offset)
+
+        manager.truncate_fully_and_start_at = spying
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        (await admin.pause_mirror_topics(MIRROR, [TOPIC])).all()
+        await wait_for(lambda: _state(destination) == "PAUSED", timeout=15)
+        await produce(source.bootstrap, TOPIC, 51, tag="late")
+        async with Admin(bootstrap=source.bootstrap) as source_admin:
+            low = await source_admin.delete_records({TopicPartition(TOPIC, 0): 100})
+        assert low[TopicPartition(TOPIC, 0)] == 100
+        (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
+
+    retained = [b for b in _replica_logs(source)[_leader(source).broker_id] if b[1] >= 100]
+    await wait_for(lambda: _every_replica_equals(destination, retained), timeout=30)
+    await wait_for(
+        lambda: all(
+            b.replica_manager.partition(TOPIC, 0).log_start_offset == 100
+            for b in destination.brokers
+        ),
+        timeout=15,
+        message="log start 100 on every replica",
+    )
+    assert _state(destination) == "MIRRORING"
+    assert restarts[_leader(destination).broker_id] == [100]
