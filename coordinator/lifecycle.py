@@ -150,6 +150,8 @@ class MirrorLifecycle:
         excluded = self._excluded_topic_configs(mirrors[mirror].configs)
         if not self._coordinator.sources.knows(mirror):
             await self._broker.refresh_metadata()
+        if not self._coordinator.sources.knows(mirror):
+            raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {mirror} does not exist")
         results: dict[str, KafkaError | None] = {}
         for name, _ in topics:
             try:

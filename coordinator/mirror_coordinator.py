@@ -406,10 +406,7 @@ class MirrorCoordinator:
 
     def follow_log_start(self, topic: str, partition: int, offset: int) -> None:
         """Retention on the source moved its log start: follow, up to the high watermark."""
-        target = self._broker.replica_manager.partition(topic, partition)
-        bounded = min(offset, target.high_watermark)
-        if bounded > target.log_start_offset:
-            target.log.maybe_increment_log_start_offset(bounded)
+        self._broker.replica_manager.partition(topic, partition).follow_log_start_offset(offset)
 
     def record_source_offsets(self, topic: str, partition: int, high_watermark: int) -> None:
         status = self.partitions.get((topic, partition))
