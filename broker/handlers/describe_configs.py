@@ -3,12 +3,16 @@
 A topic lists every topic config (overrides first in its synonym chain, then the broker
 synonym's dynamic and static values, then the default). ``mirror.name`` is internal and
 never listed. A broker resource is either this broker's id (every broker config) or the
-empty name (the cluster-wide dynamic defaults only), as in Kafka. Each resource needs
-DESCRIBE_CONFIGS on its ACL resource (``acl_resource``).
+empty name (the cluster-wide dynamic defaults only), as in Kafka. A mirror lists the
+spec's mirror config table with its defaults, then its other settings; credentials come
+back as null with ``is_sensitive``, and a mirror that does not exist is UNKNOWN_MIRROR, as
+the mirror APIs answer. Each resource needs DESCRIBE_CONFIGS on its ACL resource
+(``acl_resource``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mirrorsim.broker.auth.acl import AclOperation
@@ -22,6 +26,7 @@ from mirrorsim.broker.config import (
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -36,7 +41,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:
             await _authorize(ctx, resource.resource_type, resource.resource_name)
-            values = _describe(ctx.broker, resource.resource_type, resource.resource_name)
+            values = await _describe(ctx.broker, resource.resource_type, resource.resource_name)
         except KafkaError as exc:
             results.append({**entry, **error_fields(exc), "configs": []})
             continue
@@ -54,7 +59,12 @@ async def _authorize(ctx: RequestContext, resource_type: int, name: str) -> None
         await authorize(ctx, AclOperation.DESCRIBE_CONFIGS, *acl)
 
 
-def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigValue]:
+async def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigValue]:
+    if resource_type == ConfigResourceType.MIRROR:
+        record = (await asyncio.to_thread(broker.store.mirrors)).get(name)
+        if record is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {name} does not exist")
+        return describe_mirror_configs(record.configs)
     layers = broker.config_layers()
     if resource_type == ConfigResourceType.TOPIC:
         record = broker.snapshot.topics.get(name)

@@ -1,18 +1,24 @@
-"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics and brokers.
+"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics, brokers and mirrors.
 
-Each resource needs ALTER_CONFIGS on its ACL resource (``acl_resource``).
+A mirror's new configuration is checked as a whole (``mirror_configs``) before it is
+stored; the metadata refresh that follows hands it to this broker's mirror coordinator at
+once (other brokers on their next poll), which reconnects the mirror to its source. Each
+resource needs ALTER_CONFIGS on its ACL resource (``acl_resource``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from mirrorsim.broker.auth.acl import AclOperation
 from mirrorsim.broker.auth.enforcement import authorize
+from mirrorsim.broker.config import ConfigError
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
+from mirrorsim.broker.metadata.mirror_configs import alter_mirror_configs
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 INCREMENTAL_ALTER_CONFIGS_KEY = 44
@@ -50,7 +56,29 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         await broker.controller.alter_broker_configs(
             resource.resource_name, ops, validate_only=validate_only
         )
+    elif resource.resource_type == ConfigResourceType.MIRROR:
+        await _alter_mirror(broker, resource.resource_name, ops, validate_only)
     else:
         raise KafkaError(
             ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
         )
+
+
+async def _alter_mirror(
+    broker: Any, name: str, ops: list[AlterConfigOp], validate_only: bool
+) -> None:
+    try:
+        if validate_only:
+            record = (await asyncio.to_thread(broker.store.mirrors)).get(name)
+            if record is None:
+                raise KeyError(name)
+            alter_mirror_configs(record.configs, ops)
+            return
+        await asyncio.to_thread(
+            broker.store.alter_mirror_configs, name, lambda c: alter_mirror_configs(c, ops)
+        )
+    except KeyError:
+        raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {name} does not exist") from None
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    await broker.refresh_metadata()

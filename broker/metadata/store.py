@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -396,6 +396,26 @@ class MetadataStore:
             ).rowcount
             if not updated:
                 raise KeyError(f"unknown mirror {name}")
+
+    def alter_mirror_configs(
+        self, name: str, change: Callable[[dict[str, str]], dict[str, str]]
+    ) -> dict[str, str]:
+        """Replace a mirror's configs by ``change(current)`` in one transaction, so two
+        concurrent alters cannot lose each other's keys; returns the new configs."""
+        with self._tx() as conn:
+            serialize_writers(conn)
+            row = conn.execute(
+                select(schema.mirrors.c.configs).where(schema.mirrors.c.name == name)
+            ).first()
+            if row is None:
+                raise KeyError(f"unknown mirror {name}")
+            configs = change(json.loads(row.configs))
+            conn.execute(
+                update(schema.mirrors)
+                .where(schema.mirrors.c.name == name)
+                .values(configs=json.dumps(configs, sort_keys=True))
+            )
+            return configs
 
     def delete_mirror(self, name: str) -> bool:
         with self._tx() as conn:
