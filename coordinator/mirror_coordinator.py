@@ -51,6 +51,7 @@ from mirrorsim.coordinator.replica_truncation import (
     TruncationWait,
 )
 from mirrorsim.coordinator.source_clusters import SourceClusters
+from mirrorsim.coordinator.source_pool import connection_settings
 from mirrorsim.coordinator.state_client import MirrorStateClient, StateUpdate
 from mirrorsim.coordinator.state_machine import (
     MirrorEvent,
@@ -140,10 +141,14 @@ class MirrorCoordinator:
 
     async def on_metadata_change(self) -> None:
         """Reload mirror configs and state partitions, then kick every mirror partition."""
+        previous = self._mirrors
         self._mirrors = {
             name: dict(record.configs)
             for name, record in (await asyncio.to_thread(self._broker.store.mirrors)).items()
         }
+        for mirror in previous.keys() & self._mirrors.keys():
+            if connection_settings(previous[mirror]) != connection_settings(self._mirrors[mirror]):
+                await self._reconnect(mirror)
         self.state_topic.on_metadata_change()
         for name, topic in self._broker.snapshot.topics.items():
             mirrored = bool(topic.configs.get(MIRROR_NAME))
@@ -153,6 +158,17 @@ class MirrorCoordinator:
         for key in list(self.partitions):
             if key[0] not in self._broker.snapshot.topics:
                 self.kick(key)
+
+    async def _reconnect(self, mirror: str) -> None:
+        """Drop the mirror's source connection and fetchers after its connection settings
+        changed; the partitions keep their state and resume fetching through a new client
+        (relocating, so no new truncation), as the spec's "any valid configuration triggers
+        a reconnection" asks."""
+        await self.sources.close(mirror)
+        for key, status in self.partitions.items():
+            if status.key.mirror == mirror and self.fetchers.is_fetching(key):
+                self.fetchers.remove_partition(key)
+                status.relocating = True
 
     def kick(self, key: Key) -> None:
         if self._stopped:
