@@ -8,9 +8,10 @@ background thread, and the tests hand it coroutines with ``run``.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -72,10 +73,18 @@ def mirror_state(cluster: ClusterRunner, topic: str, partition: int) -> str | No
     return None if status is None else status.state.name
 
 
-async def produce(bootstrap: str, topic: str, count: int, *, tag: str, partitions: int) -> None:
+async def produce(
+    bootstrap: str,
+    topic: str,
+    count: int,
+    *,
+    tag: str,
+    partitions: int,
+    compression: str | None = "gzip",
+) -> None:
     """``count`` keyed records spread over ``partitions``, several per batch (linger)."""
     producer = AIOKafkaProducer(
-        bootstrap_servers=bootstrap, acks=-1, linger_ms=5, compression_type="gzip"
+        bootstrap_servers=bootstrap, acks=-1, linger_ms=5, compression_type=compression
     )
     await producer.start()
     try:
@@ -91,10 +100,16 @@ async def produce(bootstrap: str, topic: str, count: int, *, tag: str, partition
         await producer.stop()
 
 
-async def wait_until(condition: Callable[[], bool], what: str) -> None:
-    """Poll ``condition`` on the clusters' loop until it holds; fail after a timeout."""
+async def wait_until(condition: Callable[[], bool | Awaitable[bool]], what: str) -> None:
+    """Poll ``condition`` (plain or async) on the clusters' loop until it holds; fail
+    after a timeout."""
     deadline = time.monotonic() + WAIT_TIMEOUT_S
-    while not condition():
+    while not await _holds(condition):
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {WAIT_TIMEOUT_S}s waiting for {what}")
         await asyncio.sleep(POLL_INTERVAL_S)
+
+
+async def _holds(condition: Callable[[], bool | Awaitable[bool]]) -> bool:
+    result = condition()
+    return bool(await result) if inspect.isawaitable(result) else bool(result)
