@@ -159,6 +159,14 @@ _PARSERS: dict[ConfigType, Callable[[str], Any]] = {
     ConfigType.PASSWORD: str,
 }
 
+def _hidden_api_keys_check(value: Any) -> str | None:
+    """Entries are ``KEY`` (not advertised) or ``KEY:MAX`` (advertised up to version MAX)."""
+    for entry in value:
+        if not re.fullmatch(r"\d+(:\d+)?", entry):
+            return f"{entry!r} is neither KEY nor KEY:MAX_VERSION"
+    return None
+
+
 _COMPRESSION = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 _TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
@@ -386,6 +394,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("mirror.fetch.max.wait.ms", T.INT, "500", at_least(0), dynamic=True),
         _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
         _broker("metrics.port", T.INT, None, between(0, 65535), read_only=True),
+        _broker("test.hidden.api.keys", T.LIST, "", _hidden_api_keys_check, read_only=True),
         *_security_configs(),
     ]
 }

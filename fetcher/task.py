@@ -182,6 +182,15 @@ class MirrorFetcherTask:
                 log.warning("%s: fetch failed: %s", self.client.client_id, exc)
                 self._session.reset()
                 await self._idle(_now_ms() + BACKOFF_MS)
+                if isinstance(exc, KafkaConnectionError | RequestTimedOut):
+                    self._relocate_all()
+
+    def _relocate_all(self) -> None:
+        """The source broker is unreachable: it may have lost leadership while down, so
+        every partition goes back to be placed at the leader the source metadata names."""
+        for topic, partition in list(self.partitions):
+            self.remove((topic, partition))
+            self._sink.relocate(topic, partition)
 
     async def _idle(self, until_ms: int) -> None:
         """Back off until ``until_ms``, or until a partition is added."""

@@ -1,7 +1,12 @@
-"""ApiVersions: advertise exactly the registered handlers' version ranges."""
+"""ApiVersions: advertise exactly the registered handlers' version ranges.
+
+``test.hidden.api.keys`` (a test aid) takes APIs out of the answer or caps their
+version, so a cluster can play an older source; the handlers themselves stay registered.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext, handles
@@ -11,11 +16,25 @@ from mirrorsim.protocol.framing import API_VERSIONS_KEY
 from mirrorsim.protocol.registry import request_class
 
 
-def supported_api_versions() -> list[dict[str, int]]:
-    return [
-        {"api_key": key, "min_version": reg.min_version, "max_version": reg.max_version}
-        for key, reg in sorted(HANDLERS.items())
-    ]
+def _version_caps(hidden: Iterable[str]) -> dict[int, int]:
+    """``KEY`` → -1 (not advertised), ``KEY:MAX`` → MAX."""
+    caps = {}
+    for entry in hidden:
+        key, _, max_version = entry.partition(":")
+        caps[int(key)] = int(max_version) if max_version else -1
+    return caps
+
+
+def supported_api_versions(hidden: Iterable[str] = ()) -> list[dict[str, int]]:
+    caps = _version_caps(hidden)
+    advertised = []
+    for key, reg in sorted(HANDLERS.items()):
+        max_version = min(reg.max_version, caps.get(key, reg.max_version))
+        if max_version >= reg.min_version:
+            advertised.append(
+                {"api_key": key, "min_version": reg.min_version, "max_version": max_version}
+            )
+    return advertised
 
 
 def unsupported_version_response() -> Any:
@@ -34,7 +53,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         body,
         {
             "error_code": ErrorCode.NONE,
-            "api_keys": supported_api_versions(),
+            "api_keys": supported_api_versions(ctx.broker.config("test.hidden.api.keys")),
             "throttle_time": NO_THROTTLE,
         },
     )

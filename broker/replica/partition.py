@@ -284,9 +284,13 @@ class Partition:
     def append_as_follower(
         self, batches: list[RawBatch], leader_high_watermark: int, leader_log_start_offset: int
     ) -> None:
-        """Append what the leader sent (bytes unchanged), then follow its high watermark."""
+        """Append what the leader sent (bytes unchanged), then follow its high watermark.
+
+        Gaps are accepted as Kafka's follower does: a compacted leader log, or a mirror
+        leader that copied a compacted source, has offsets with no record.
+        """
         if batches:
-            self.log.append_as_follower(batches)
+            self.log.append_as_follower(batches, allow_gaps=True)
         self.update_follower_high_watermark(leader_high_watermark)
         if 0 <= leader_log_start_offset <= self.high_watermark:
             self.log.maybe_increment_log_start_offset(leader_log_start_offset)
