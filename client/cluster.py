@@ -211,10 +211,12 @@ class ClusterClient:
         return await asyncio.shield(task)
 
     async def send_to_node(self, node_id: int, body: Any) -> Any:
-        async def once() -> Any:
-            return await self._send_once(await self.connection(node_id), body)
+        return await self._retry_connection_errors(lambda: self.send_to_node_once(node_id, body))
 
-        return await self._retry_connection_errors(once)
+    async def send_to_node_once(self, node_id: int, body: Any) -> Any:
+        """One attempt, no retries: for callers with their own backoff and failover, such as
+        fetchers, which should move to a new leader instead of waiting out a dead one."""
+        return await self._send_once(await self.connection(node_id), body)
 
     async def send_to_any(self, body: Any) -> Any:
         async def once() -> Any:

@@ -320,7 +320,7 @@ class MirrorFetcherTask:
                 "rack_id": "",
             },
         )
-        response = await self.client.send_to_node(self.source_broker, spec)
+        response = await self.client.send_to_node_once(self.source_broker, spec)
         error = error_code_from_wire(response.error_code)
         self._session.handle_response(error, response.session_id)
         appended = 0
@@ -400,7 +400,7 @@ class MirrorFetcherTask:
                 ],
             },
         )
-        response = await self.client.send_to_node(self.source_broker, spec)
+        response = await self.client.send_to_node_once(self.source_broker, spec)
         found = response.topics[0].partitions[0]
         return (
             ErrorCode(error_code_from_wire(found.error_code)),
@@ -430,7 +430,7 @@ class MirrorFetcherTask:
                 "timeout": LIST_OFFSETS_TIMEOUT,
             },
         )
-        response = await self.client.send_to_node(self.source_broker, spec)
+        response = await self.client.send_to_node_once(self.source_broker, spec)
         found = response.topics[0].partitions[0]
         if found.error_code != ErrorCode.NONE:
             raise KafkaError(ErrorCode(found.error_code), f"ListOffsets {mp.topic}-{mp.partition}")
