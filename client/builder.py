@@ -46,7 +46,7 @@ def build(cls: type, fields: Mapping[str, Any]) -> Any:
 @cache
 def _plan(cls: type) -> tuple[tuple[str, type | None, bool], ...]:
     """(field name, nested message class or None, required) per field, worked out once
-    per class: resolving type hints costs far more than building the request."""
+    per class: inspecting fields and type hints cost more than building the request."""
     hints = typing.get_type_hints(cls)
     return tuple(
         (

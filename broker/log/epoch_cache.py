@@ -11,7 +11,7 @@ Durability follows Kafka (KAFKA-16541). A new epoch is written to
 else records where an epoch began. Truncations only change memory and mark the cache
 dirty; the owning log writes them with ``flush`` before it advances its recovery point,
 so a stale checkpoint only ever differs at or above the persisted recovery point, which
-is exactly the part ``rebuild_from`` repairs from the log's batches after a crash.
+is exactly the part ``discard_stale`` checks against the log's batches after a crash.
 """
 
 from __future__ import annotations
@@ -134,27 +134,29 @@ class LeaderEpochFileCache:
         if self._dirty:
             self._write()
 
-    def rebuild_from(self, offset: int, batches: Iterable[tuple[int, int, int]]) -> None:
-        """Re-derive the entries starting at or after ``offset`` from the log's batches.
+    def discard_stale(self, offset: int, batches: Iterable[tuple[int, int]]) -> None:
+        """Drop the entries from ``offset`` on that the log's batches contradict.
 
-        ``batches`` are (partition leader epoch, base offset, next offset) of every batch
-        from the one holding ``offset`` to the log end. An entry the checkpoint had for an
-        epoch is kept when it fits between the previous batch and the epoch's first batch
-        (compaction may have removed the batches that began the epoch); otherwise the
-        epoch starts at its first batch. Entries of epochs no batch carries any more (a
-        truncation that crashed before its checkpoint write) disappear.
+        ``batches`` are (partition leader epoch, next offset) of every batch from the one
+        holding ``offset`` to the log end. A new epoch is always written before its
+        batches, so a checkpoint can only be stale by a suffix a truncation removed, and
+        the batches appended after that truncation carry lower epochs than that suffix:
+        an entry is stale exactly when the first batch reaching past its start has a
+        lower epoch.
         """
-        candidates = {e.epoch: e.start_offset for e in self._entries if e.start_offset >= offset}
-        self._entries = [e for e in self._entries if e.start_offset < offset]
-        previous_end = offset
-        for epoch, base_offset, next_offset in batches:
-            if epoch >= 0 and (not self._entries or epoch > self._entries[-1].epoch):
-                start = candidates.get(epoch, base_offset)
-                if not previous_end <= start <= base_offset:
-                    start = base_offset
-                self._entries.append(EpochEntry(epoch, start))
-            previous_end = next_offset
-        self._dirty = True
+        entries = self._entries
+        index = next((i for i, e in enumerate(entries) if e.start_offset >= offset), len(entries))
+        for epoch, next_offset in batches:
+            if index == len(entries):
+                return
+            if epoch < 0:
+                continue
+            while index < len(entries) and entries[index].start_offset < next_offset:
+                if epoch < entries[index].epoch:
+                    del entries[index:]
+                    self._dirty = True
+                    return
+                index += 1
 
     def _write(self) -> None:
         write_checkpoint(self._path, [(e.epoch, e.start_offset) for e in self._entries])

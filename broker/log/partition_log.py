@@ -14,7 +14,7 @@ point onwards is re-validated batch by batch and cut at the first torn or corrup
 unless the log was closed cleanly. Producer state is rebuilt from the newest snapshot
 plus a replay of the log tail. The leader epoch cache writes truncations lazily (before
 the recovery point moves), so after a crash its entries from the recovery point on are
-rebuilt from the batch headers there.
+checked against the batch headers there.
 """
 
 from __future__ import annotations
@@ -162,7 +162,8 @@ class PartitionLog:
         if clean:
             self.epoch_cache.truncate_from_end(self.log_end_offset)
         else:
-            self.epoch_cache.rebuild_from(
+            self.epoch_cache.truncate_from_end(self.log_end_offset)
+            self.epoch_cache.discard_stale(
                 self.recovery_point, self._epoch_marks_from(self.recovery_point)
             )
         self.epoch_cache.truncate_from_start(self.log_start_offset)
@@ -212,14 +213,14 @@ class PartitionLog:
             _stage(staged, batch)
         state.commit(staged, self.log_end_offset)
 
-    def _epoch_marks_from(self, offset: int) -> Iterator[tuple[int, int, int]]:
-        """(partition leader epoch, base offset, next offset) of each batch from ``offset``."""
+    def _epoch_marks_from(self, offset: int) -> Iterator[tuple[int, int]]:
+        """(partition leader epoch, next offset) of each batch from ``offset`` on."""
         for segment in self.segments[self._segment_index(offset) :]:
             first = segment.translate_offset(offset)
             if first is None:
                 continue
             for header in segment.headers(first.position):
-                yield header.partition_leader_epoch, header.base_offset, header.next_offset
+                yield header.partition_leader_epoch, header.next_offset
 
     def _batches_from(self, offset: int) -> Iterator[RawBatch]:
         for segment in self.segments[self._segment_index(offset) :]:
@@ -595,10 +596,16 @@ class PartitionLog:
         A batch that straddles ``offset`` is removed whole; if that would take the log
         below its log start, the log restarts empty at ``offset``. Returns whether anything
         was removed.
+
+        A cut at the log end still forgets an epoch opened there without records (a leader
+        assigns its epoch at its log end): a mirror destination's own epoch must not be
+        the last fetched epoch it sends to a source that never had it.
         """
         if offset < 0:
             raise ValueError(f"cannot truncate to negative offset {offset}")
         if offset >= self.log_end_offset:
+            if offset == self.log_end_offset:
+                self.epoch_cache.truncate_from_end(offset)
             return False
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)

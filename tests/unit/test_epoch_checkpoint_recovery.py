@@ -36,7 +36,7 @@ def test_truncation_is_written_on_flush_not_at_once(tmp_path: Path) -> None:
     log.close()
 
 
-def test_crash_after_truncation_rebuilds_epochs_from_the_log(tmp_path: Path) -> None:
+def test_crash_after_truncation_drops_epochs_the_log_contradicts(tmp_path: Path) -> None:
     log = PartitionLog.open(tmp_path / "t-0", LogConfig())
     append(log, 1, 5)
     append(log, 2, 5)
@@ -52,8 +52,13 @@ def test_crash_after_truncation_rebuilds_epochs_from_the_log(tmp_path: Path) -> 
     reopened.close()
 
 
-def test_rebuild_keeps_a_start_that_compaction_hid(tmp_path: Path) -> None:
-    cache = LeaderEpochFileCache(tmp_path / CHECKPOINT_NAME, [EpochEntry(1, 0), EpochEntry(3, 40)])
-    cache.rebuild_from(30, [(1, 28, 32), (3, 45, 50), (4, 50, 51)])
-    assert cache.epoch_entries == [EpochEntry(1, 0), EpochEntry(3, 40), EpochEntry(4, 50)]
+def test_only_entries_a_later_batch_contradicts_are_discarded(tmp_path: Path) -> None:
+    entries = [EpochEntry(1, 0), EpochEntry(3, 40), EpochEntry(5, 60)]
+    cache = LeaderEpochFileCache(tmp_path / CHECKPOINT_NAME, entries)
+    cache.discard_stale(30, [(1, 32), (-1, 41), (3, 50), (3, 58), (3, 65)])
+    assert cache.epoch_entries == entries[:2]
     assert cache.dirty
+    cache = LeaderEpochFileCache(tmp_path / CHECKPOINT_NAME, entries)
+    cache.discard_stale(30, [(3, 45), (5, 70)])
+    assert cache.epoch_entries == entries
+    assert not cache.dirty
