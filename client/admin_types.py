@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from mirrorsim.client.cluster import BrokerInfo, PartitionInfo
+from mirrorsim.protocol.acl import (
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOpType,
+    PatternType,
+    ResourceType,
+)
 from mirrorsim.protocol.errors import KafkaError
 from mirrorsim.protocol.messages.constants import (
     CONFIG_RESOURCE_TYPE_MIRROR,
-    RESOURCE_TYPE_CLUSTER_MIRROR,
 )
 
 K = TypeVar("K")
@@ -58,13 +64,6 @@ class ConfigResourceType(enum.IntEnum):
 class ConfigResource:
     type: ConfigResourceType
     name: str
-
-
-class AlterConfigOpType(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,51 +170,6 @@ class ConsumerGroupDescription:
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
-
-
-class ResourceType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
-    CLUSTER_MIRROR = RESOURCE_TYPE_CLUSTER_MIRROR
-
-
-class PatternType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    MATCH = 2
-    LITERAL = 3
-    PREFIXED = 4
-
-
-class AclOperation(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class AclPermissionType(enum.IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    DENY = 2
-    ALLOW = 3
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,7 +40,7 @@ from mirrorsim.broker.auth.acl import (
     ResourceType,
 )
 from mirrorsim.broker.config import MIRROR_NAME, TOPIC_CONFIGS
-from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
+from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.models import TopicExistsError
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client.admin import Admin
@@ -75,6 +75,7 @@ from mirrorsim.coordinator.sync import (
     diff_topics,
     topic_overrides,
 )
+from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -332,8 +333,8 @@ class MirrorSyncExecutor:
         """IncrementalAlterConfigs semantics, validated by the controller, written without
         the controller's per-topic metadata refresh: a cycle that realigns hundreds of
         topics refreshes once at the end instead of once per topic."""
-        ops = [AlterConfigOp(n, AlterOp.SET, v) for n, v in sorted(operation.set.items())]
-        ops += [AlterConfigOp(n, AlterOp.DELETE, None) for n in sorted(operation.delete)]
+        ops = [AlterConfigOp(n, AlterConfigOpType.SET, v) for n, v in sorted(operation.set.items())]
+        ops += [AlterConfigOp(n, AlterConfigOpType.DELETE, None) for n in sorted(operation.delete)]
         await self._broker.controller.alter_topic_configs(operation.name, ops, validate_only=True)
         updated = dict(self._broker.snapshot.topics[operation.name].configs)
         updated.update(operation.set)

@@ -17,8 +17,9 @@ from mirrorsim.broker.config import ConfigError
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
-from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
+from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.mirror_configs import alter_mirror_configs
+from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 INCREMENTAL_ALTER_CONFIGS_KEY = 44
@@ -44,7 +45,8 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
 async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     try:
         ops = [
-            AlterConfigOp(c.name, AlterOp(c.config_operation), c.value) for c in resource.configs
+            AlterConfigOp(c.name, AlterConfigOpType(c.config_operation), c.value)
+            for c in resource.configs
         ]
     except ValueError as exc:
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(exc)) from None

@@ -6,24 +6,17 @@ default when there is none, as Kafka's ConfigAdminManager does.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from mirrorsim.broker.config import ConfigDef, ConfigError, ConfigType
-
-
-class AlterOp(enum.IntEnum):
-    SET = 0
-    DELETE = 1
-    APPEND = 2
-    SUBTRACT = 3
+from mirrorsim.protocol.acl import AlterConfigOpType
 
 
 @dataclass(frozen=True, slots=True)
 class AlterConfigOp:
     name: str
-    op: AlterOp
+    op: AlterConfigOpType
     value: str | None
 
 
@@ -42,20 +35,20 @@ def apply_alter_ops(
         definition = definitions.get(op.name)
         if definition is None:
             raise ConfigError(f"Unknown config name: {op.name}")
-        if op.op == AlterOp.SET:
+        if op.op == AlterConfigOpType.SET:
             if op.value is None:
                 raise ConfigError(f"Null value not supported for : {op.name}")
             result[op.name] = op.value
-        elif op.op == AlterOp.DELETE:
+        elif op.op == AlterConfigOpType.DELETE:
             result.pop(op.name, None)
         else:
             if definition.type != ConfigType.LIST:
-                verb = "append" if op.op == AlterOp.APPEND else "subtract"
+                verb = "append" if op.op == AlterConfigOpType.APPEND else "subtract"
                 raise ConfigError(f"Config value {verb} is not allowed for config key: {op.name}")
             current = result.get(op.name, definition.default or "")
             items = [v for v in current.split(",") if v]
             given = [v.strip() for v in (op.value or "").split(",") if v.strip()]
-            if op.op == AlterOp.APPEND:
+            if op.op == AlterConfigOpType.APPEND:
                 items += [v for v in given if v not in items]
             else:
                 items = [v for v in items if v not in given]

@@ -7,11 +7,12 @@ import datetime
 from typing import Any
 
 from mirrorsim.broker.cluster import ClusterRunner
-from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, AlterOp
+from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.broker.server import Broker
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch
 
@@ -77,7 +78,7 @@ async def test_broker_min_insync_replicas_refuses_acks_all_with_one_live_replica
     assert await produce(leader, "no-override", b"acks=1", acks=1) == ErrorCode.NONE
 
     await leader.controller.alter_broker_configs(
-        CLUSTER_DEFAULT, [AlterConfigOp("min.insync.replicas", AlterOp.SET, "1")]
+        CLUSTER_DEFAULT, [AlterConfigOp("min.insync.replicas", AlterConfigOpType.SET, "1")]
     )
     assert partition.state.min_insync_replicas() == 1
     assert await produce(leader, "no-override", b"accepted") == ErrorCode.NONE
@@ -101,13 +102,13 @@ async def test_broker_message_max_bytes_bounds_batches_until_changed(
     assert await produce(target, "overridden", big) == ErrorCode.NONE
 
     await target.controller.alter_broker_configs(
-        str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterOp.SET, "100000")]
+        str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterConfigOpType.SET, "100000")]
     )
     assert target.replica_manager.partition("plain", 0).log.config.max_message_bytes == 100000
     assert await produce(target, "plain", big) == ErrorCode.NONE
 
     await target.controller.alter_broker_configs(
-        str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterOp.DELETE, None)]
+        str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterConfigOpType.DELETE, None)]
     )
     assert await produce(target, "plain", big) == ErrorCode.MESSAGE_TOO_LARGE
 
