@@ -100,9 +100,12 @@ async def verify(
     source_broker: int = 1,
     destination_broker: int = 1,
     level: str = "batch",
+    stop_offsets: bool = True,
 ) -> None:
     """Spark convergence job over one broker's data dir of each cluster, with the stop
-    offsets recorded at failover. Results ``verification.converged`` and counts."""
+    offsets recorded at failover (``stop_offsets: false`` checks a failback mirror, whose
+    destination must hold its source's records even past them). Results
+    ``verification.converged``, counts and ``verification.first_unexpected.<tp>``."""
     from mirrorsim.verify.job import read_segments, verify_logs
     from mirrorsim.verify.segments import TopicPartition as SegmentPartition
     from mirrorsim.verify.session import verification_session
@@ -111,7 +114,7 @@ async def verify(
     stops = {
         SegmentPartition.parse(key): int(offset)
         for key, offset in ctx.results.get("stop_offsets", {}).items()
-        if key.rpartition("-")[0] in topics
+        if stop_offsets and key.rpartition("-")[0] in topics
     }
     source_dir = str(ctx.cluster(source).broker_data_dir(source_broker))
     destination_dir = str(ctx.cluster(destination).broker_data_dir(destination_broker))
@@ -135,6 +138,10 @@ async def verify(
             "expected_divergences": report.expected_divergences,
             "partitions": {
                 f"{p['topic']}-{p['partition']}": p["status"] for p in report.partitions
+            },
+            "first_unexpected": {
+                f"{p['topic']}-{p['partition']}": p["first_unexpected_offset"]
+                for p in report.partitions
             },
         },
     )

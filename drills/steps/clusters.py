@@ -13,6 +13,7 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 ELECT_LEADERS_KEY = 43
 ELECTION_TYPES = {"preferred": 0, "unclean": 1}
+ELECTION_ATTEMPT_S = 5.0
 
 
 async def start_clusters(ctx: DrillContext, names: list[str] | None = None) -> None:
@@ -57,7 +58,9 @@ async def elect_leaders(
     timeout: float = 30.0,
 ) -> None:
     """ElectLeaders (PREFERRED or UNCLEAN) through the wire protocol, then wait until
-    ``leader`` (when given) leads every partition."""
+    ``leader`` (when given) leads every partition. Each attempt asks the controller to
+    answer within a few seconds, so an attempt made while a restarted replica is not yet
+    registered is retried instead of holding the whole ``timeout``."""
     wanted = partitions or [0]
     target = ctx.cluster(cluster)
     spec = RequestSpec(
@@ -65,7 +68,7 @@ async def elect_leaders(
         {
             "election_type": ELECTION_TYPES[type],
             "topic_partitions": [{"topic": topic, "partitions": wanted}],
-            "timeout": datetime.timedelta(seconds=timeout),
+            "timeout": datetime.timedelta(seconds=min(timeout, ELECTION_ATTEMPT_S)),
         },
     )
 

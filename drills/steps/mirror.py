@@ -135,6 +135,18 @@ async def _wait_states(
     )
 
 
+async def remove_topics(
+    ctx: DrillContext, cluster: str, mirror: str, topics: list[str], timeout: float = 60.0
+) -> None:
+    """Remove topics from the mirror and wait for STOPPED, without the failover's
+    measurements: the spec's restart path for a FAILED partition is to remove the topic
+    and add it back."""
+    async with ctx.cluster(cluster).admin() as admin:
+        (await admin.remove_topics_from_mirror(mirror, topics)).all()
+    await _wait_states(ctx, cluster, mirror, topics, {"STOPPED"}, timeout)
+    ctx.mark("topics removed", f"{mirror} on {cluster}: {', '.join(topics)}")
+
+
 async def wait_mirror(
     ctx: DrillContext,
     cluster: str,
@@ -307,6 +319,7 @@ async def failback(
 STEPS = {
     "create_mirror": create_mirror,
     "add_topics": add_topics,
+    "remove_topics": remove_topics,
     "pause": pause,
     "resume": resume,
     "wait_mirror": wait_mirror,

@@ -11,18 +11,25 @@ from mirrorsim.drills.polling import wait_until
 
 async def create_topics(ctx: DrillContext, cluster: str, topics: list[dict[str, Any]]) -> None:
     """Each topic: ``{name, partitions: 1, replication_factor: -1, configs: {},
-    compacted: false}``; ``compacted`` sets ``cleanup.policy=compact``."""
+    compacted: false, assignments: {partition: [broker ids]}}``; ``compacted`` sets
+    ``cleanup.policy=compact``; ``assignments`` places the replicas (then the partition
+    count and replication factor come from it)."""
     new = []
     for topic in topics:
         configs = {k: str(v) for k, v in (topic.get("configs") or {}).items()}
         if topic.get("compacted"):
             configs["cleanup.policy"] = "compact"
+        assignments = {
+            int(p): [int(r) for r in replicas]
+            for p, replicas in (topic.get("assignments") or {}).items()
+        }
         new.append(
             NewTopic(
                 topic["name"],
-                int(topic.get("partitions", 1)),
-                int(topic.get("replication_factor", -1)),
+                -1 if assignments else int(topic.get("partitions", 1)),
+                -1 if assignments else int(topic.get("replication_factor", -1)),
                 configs,
+                assignments or None,
             )
         )
     async with ctx.cluster(cluster).admin() as admin:

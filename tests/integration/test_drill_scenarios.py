@@ -16,6 +16,7 @@ from mirrorsim.drills.catalog import builtin_paths
 FAST = ["planned-migration", "first-mirror", "transactional-stop", "groups-beyond-log-end",
         "compaction-tombstone"]
 SLOW = ["disaster-failover", "failback-case-b"]
+UNCLEAN = ["ule-before-detection", "ule-undetectable", "ule-supported"]
 
 
 def _minimal(**step: object) -> dict[str, object]:
@@ -32,7 +33,7 @@ def test_every_builtin_drill_parses_and_lists() -> None:
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.output.splitlines()]
     assert listed == sorted(builtin_paths())
-    assert set(FAST + SLOW + ["retention", "demo"]) == set(listed)
+    assert set(FAST + SLOW + UNCLEAN + ["retention", "demo"]) == set(listed)
 
 
 @pytest.mark.parametrize(
@@ -102,3 +103,30 @@ async def test_planned_migration_numbers(tmp_path: Path) -> None:
     assert results["duplicates"] == {"billing": 0}
     assert {e["kind"] for e in report["events"]} >= {"failover", "mirror stopped"}
     assert report["timeline"], "the sampler recorded the run"
+
+
+@pytest.mark.slow
+async def test_unclean_election_before_detection_is_cut_on_failback(tmp_path: Path) -> None:
+    results = (await _run("ule-before-detection", tmp_path))["results"]
+    assert results["last_mirrored_epoch"] == {"orders-0": 0}
+    assert results["failback_truncation"] == {"orders-0": 1}
+    assert results["failback_dropped_offsets"] == {"orders-0": 3}
+    assert results["lost_sample"] == ["u1", "u2", "u3"]
+    assert results["verification"]["converged"] is True
+
+
+@pytest.mark.slow
+async def test_unclean_election_after_lme_truncation_stays_undetected(tmp_path: Path) -> None:
+    results = (await _run("ule-undetectable", tmp_path))["results"]
+    assert results["values"]["primary"]["orders"][5:8] == ["u5", "u6", "u7"]
+    assert results["verification"]["converged"] is False
+    assert results["verification"]["first_unexpected"] == {"orders-0": 5}
+
+
+@pytest.mark.slow
+async def test_unclean_election_support_fails_then_converges(tmp_path: Path) -> None:
+    report = await _run("ule-supported", tmp_path)
+    results = report["results"]
+    assert results["values"]["primary"] == results["values"]["backup"]
+    assert results["verification"]["converged"] is True
+    assert "topics removed" in {e["kind"] for e in report["events"]}
