@@ -72,6 +72,7 @@ from mirrorsim.fetcher.truncation import (
     stopping_plan,
     transaction_spans,
 )
+from mirrorsim.protocol.errors import KafkaError
 from mirrorsim.protocol.records import (
     ControlRecordType,
     RawBatch,
@@ -83,6 +84,12 @@ from mirrorsim.protocol.records.control import TransactionMarker
 log = logging.getLogger(__name__)
 
 RETRY_BACKOFF_S = 0.2
+# How long one attempt to place a relocated partition at the source leader may take. A
+# dead source would otherwise hold the partition's reconcile loop for the client's whole
+# API timeout, and a failover requested meanwhile would wait behind it.
+PLACEMENT_ATTEMPT_S = 2.0
+# Source trouble a partition rides out by retrying: logged in one line, not with a trace.
+_SOURCE_TROUBLE = (LookupError, TimeoutError, ConnectionError, KafkaError)
 PREPARING_POLL_S = 0.05
 SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
 NO_EPOCH = -1
@@ -189,6 +196,10 @@ class MirrorCoordinator:
             try:
                 while await self._step(key):
                     pass
+            except _SOURCE_TROUBLE as exc:
+                log.warning("mirror partition %s-%d: %r; retrying", *key, exc)
+                self._dirty.add(key)
+                await asyncio.sleep(RETRY_BACKOFF_S)
             except Exception:
                 log.exception("mirror partition %s-%d: reconcile failed; retrying", *key)
                 self._dirty.add(key)
@@ -214,9 +225,16 @@ class MirrorCoordinator:
         if status.failure is not None and status.state is not S.FAILED:
             await self._transition(status, MirrorEvent.FAILURE)
             return True
+        requested = event_for_config(status.state, config_value)
         if status.state is S.MIRRORING and not self.fetchers.is_fetching(key):
-            if status.relocating:
-                await self._start_fetching(status)
+            if requested is not None:
+                # A pause or a failover asked for while the fetcher was gone goes first:
+                # in a disaster the source is down, and restarting the fetcher would fail
+                # until it is back, holding the partition read-only.
+                await self._transition(status, requested)
+            elif status.relocating:
+                async with asyncio.timeout(PLACEMENT_ATTEMPT_S):
+                    await self._start_fetching(status)
                 status.relocating = False
             else:
                 await self._transition(status, MirrorEvent.LEADER_ELECTED)
@@ -225,10 +243,9 @@ class MirrorCoordinator:
         if completion is not None:
             await self._transition(status, completion)
             return True
-        event = event_for_config(status.state, config_value)
-        if event is None:
+        if requested is None:
             return False
-        await self._transition(status, event)
+        await self._transition(status, requested)
         return True
 
     async def _load(
