@@ -21,8 +21,9 @@ from mirrorsim.verify.inputs import committed_offsets_frame, stop_offsets_frame
 from mirrorsim.verify.kafka_source import CLIENT_PREFIX
 from mirrorsim.verify.kafka_source import FORMAT as KAFKA_FORMAT
 from mirrorsim.verify.report import VerifyReport
-from mirrorsim.verify.segment_source import BATCHES, FORMAT, RECORDS
+from mirrorsim.verify.segment_source import FORMAT
 from mirrorsim.verify.segments import TopicPartition
+from mirrorsim.verify.views import BATCHES, RECORDS
 
 LEVELS = {"batch": BATCHES, "record": RECORDS}
 DEFAULT_MAX_LISTED = 1000

@@ -40,8 +40,14 @@ from mirrorsim.client.admin_types import IsolationLevel
 from mirrorsim.verify.live_fetch import fetch_range, owned
 from mirrorsim.verify.live_partitions import OffsetRange, list_extents, plan_ranges
 from mirrorsim.verify.pushdown import Pushdown
-from mirrorsim.verify.segment_source import BATCHES, RECORDS
-from mirrorsim.verify.views import BATCH_SCHEMA, RECORD_SCHEMA, batch_row, record_arrow_batches
+from mirrorsim.verify.views import (
+    BATCH_SCHEMA,
+    RECORD_SCHEMA,
+    RECORDS,
+    batch_row,
+    chosen_view,
+    record_arrow_batches,
+)
 
 FORMAT = "mirrorsim-kafka"
 CLIENT_PREFIX = "kafka."
@@ -65,7 +71,7 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return RECORD_SCHEMA if _view(self.options) == RECORDS else BATCH_SCHEMA
+        return RECORD_SCHEMA if chosen_view(self.options, FORMAT) == RECORDS else BATCH_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaReader(self.options)
@@ -77,7 +83,7 @@ class KafkaReader(DataSourceReader):
         if not options.get("bootstrap"):
             raise ValueError(f"{FORMAT} needs the 'bootstrap' option (host:port,...)")
         self.bootstrap = options["bootstrap"]
-        self.view = _view(options)
+        self.view = chosen_view(options, FORMAT)
         self.topic_pattern = options.get("topic")
         self.start_offset = _int_option(options, "startOffset")
         self.end_offset = _int_option(options, "endOffset")
@@ -136,13 +142,6 @@ class KafkaReader(DataSourceReader):
         for batch in batches:
             if owned(batch, offset_range):
                 yield batch_row(topic, number, batch)
-
-
-def _view(options: Any) -> str:
-    view = str(options.get("view", BATCHES)).lower()
-    if view not in (BATCHES, RECORDS):
-        raise ValueError(f"{FORMAT} view must be '{BATCHES}' or '{RECORDS}', not {view!r}")
-    return view
 
 
 def _isolation(options: Mapping[str, str]) -> IsolationLevel:

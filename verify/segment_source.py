@@ -30,11 +30,16 @@ from mirrorsim.verify.segments import (
     list_segments,
     read_batches,
 )
-from mirrorsim.verify.views import BATCH_SCHEMA, RECORD_SCHEMA, batch_row, record_arrow_batches
+from mirrorsim.verify.views import (
+    BATCH_SCHEMA,
+    RECORD_SCHEMA,
+    RECORDS,
+    batch_row,
+    chosen_view,
+    record_arrow_batches,
+)
 
 FORMAT = "mirrorsim-segments"
-BATCHES = "batches"
-RECORDS = "records"
 
 
 class SegmentInputPartition(InputPartition):
@@ -51,7 +56,7 @@ class SegmentDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return RECORD_SCHEMA if _view(self.options) == RECORDS else BATCH_SCHEMA
+        return RECORD_SCHEMA if chosen_view(self.options, FORMAT) == RECORDS else BATCH_SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return SegmentReader(self.options)
@@ -62,7 +67,7 @@ class SegmentReader(DataSourceReader):
         if "path" not in options:
             raise ValueError(f"{FORMAT} needs the 'path' option (a data dir)")
         self.path = options["path"]
-        self.view = _view(options)
+        self.view = chosen_view(options, FORMAT)
         self.topic_pattern = options.get("topic")
         self.start_offset = _offset_option(options, "startOffset")
         self.end_offset = _offset_option(options, "endOffset")
@@ -106,13 +111,6 @@ class SegmentReader(DataSourceReader):
             _tightest(max, self.start_offset, self.pushdown.start_offset),
             _tightest(min, self.end_offset, self.pushdown.end_offset),
         )
-
-
-def _view(options: dict[str, str]) -> str:
-    view = options.get("view", BATCHES).lower()
-    if view not in (BATCHES, RECORDS):
-        raise ValueError(f"{FORMAT} view must be '{BATCHES}' or '{RECORDS}', not {view!r}")
-    return view
 
 
 def _offset_option(options: dict[str, str], name: str) -> int | None:

@@ -133,3 +133,15 @@ def _arrow_batch(columns: list[list[Any]]) -> pa.RecordBatch:
         ],
         schema=_RECORD_ARROW_SCHEMA,
     )
+
+
+BATCHES = "batches"
+RECORDS = "records"
+
+
+def chosen_view(options: Any, source_name: str) -> str:
+    """The ``view`` option of a mirrorsim data source: ``batches`` (default) or ``records``."""
+    view = str(options.get("view", BATCHES)).lower()
+    if view not in (BATCHES, RECORDS):
+        raise ValueError(f"{source_name} view must be '{BATCHES}' or '{RECORDS}', not {view!r}")
+    return view
