@@ -90,6 +90,7 @@ class MetadataController:
             validate_topic_configs(overrides)
         except ConfigError as exc:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        await self._refresh_if_brokers_unknown(assignments, replication_factor)
         replicas = self._plan_replicas(num_partitions, replication_factor, assignments)
         record = TopicRecord(
             name=name,
@@ -130,6 +131,16 @@ class MetadataController:
                     ErrorCode.INVALID_TOPIC_EXCEPTION,
                     f"Topic '{name}' collides with existing topic: {other}",
                 )
+
+    async def _refresh_if_brokers_unknown(
+        self, assignments: Mapping[int, Sequence[int]] | None, replication_factor: int
+    ) -> None:
+        """A broker that registered after this broker's last metadata refresh is live but
+        not yet in the snapshot; refresh once rather than refuse a valid assignment."""
+        live = set(self._live_broker_ids())
+        wanted = {b for replicas in (assignments or {}).values() for b in replicas}
+        if not wanted <= live or replication_factor > len(live):
+            await self._on_change()
 
     def _plan_replicas(
         self,
@@ -192,6 +203,10 @@ class MetadataController:
                 ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
             )
         added = count - current
+        replication_factor = len(topic.partitions[0].replicas) if topic.partitions else 1
+        await self._refresh_if_brokers_unknown(
+            dict(enumerate(assignments or ())), replication_factor
+        )
         if assignments:
             if len(assignments) != added:
                 raise KafkaError(
@@ -205,7 +220,6 @@ class MetadataController:
                 first_partition=current,
             )
         else:
-            replication_factor = len(topic.partitions[0].replicas) if topic.partitions else 1
             replicas = assign_replicas(
                 self._live_broker_ids(), added, replication_factor, first_partition=current
             )

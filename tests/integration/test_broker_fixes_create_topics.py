@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mirrorsim.broker.cluster import ClusterRunner
+from mirrorsim.broker.server import Broker
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
@@ -128,3 +129,40 @@ async def test_ordinary_topics_through_the_admin_client(cluster: ClusterRunner) 
         results = await admin.create_topics([NewTopic("ordinary", 1, 1)])
     assert results == {"ordinary": None}
     assert "ordinary" in cluster.brokers[0].snapshot.topics
+
+
+async def test_a_broker_that_registered_after_the_last_refresh_can_be_assigned(
+    start_cluster: Any,
+) -> None:
+    """With a long metadata refresh interval, broker 1 has not yet seen broker 2 when the
+    topic is created through it; it refreshes instead of refusing a valid assignment."""
+    slow = {
+        **FAST,
+        "metadata.refresh.interval.ms": 600_000,
+        "broker.session.timeout.ms": 60_000,
+        "controlled.shutdown.enable": False,
+    }
+    first: ClusterRunner = await start_cluster(brokers=1, configs=slow)
+    spec = first.spec
+    late = Broker(
+        broker_id=2,
+        host=spec.host,
+        port=0,
+        data_dir=spec.data_dir / "broker-2",
+        metadata_url=spec.effective_metadata_url,
+        configs=spec.configs,
+    )
+    await late.start()
+    try:
+        assert [b.broker_id for b in first.brokers[0].live_brokers()] == [1]
+        async with Admin(bootstrap=first.bootstrap) as admin:
+            created = await admin.create_topics(
+                [
+                    NewTopic("assigned-to-the-late-broker", replica_assignments={0: [2, 1]}),
+                    NewTopic("spread-over-both", num_partitions=2, replication_factor=2),
+                ]
+            )
+        created.all()
+        assert [b.broker_id for b in first.brokers[0].live_brokers()] == [1, 2]
+    finally:
+        await late.stop()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import uuid
 from pathlib import Path
 
 import pytest
-from sqlalchemy import create_engine, select
+from sqlalchemy import select
 
 from mirrorsim.broker.auth.acl import (
     AclBinding,
@@ -32,23 +31,12 @@ from mirrorsim.broker.metadata.ids import from_base64, to_base64
 from mirrorsim.broker.metadata.migrations import MIGRATIONS, current_version, migrate
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
 
-POSTGRES_URL_ENV = "MIRRORSIM_TEST_POSTGRES_URL"
 
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """A fresh database: a SQLite file, or the PostgreSQL database named by
-    $MIRRORSIM_TEST_POSTGRES_URL (emptied first; skipped when unset)."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'metadata.db'}"
-    postgres_url = os.environ.get(POSTGRES_URL_ENV)
-    if not postgres_url:
-        pytest.skip(f"set {POSTGRES_URL_ENV} to run against PostgreSQL")
-    engine = create_engine(postgres_url)
-    with engine.begin() as conn:
-        schema.metadata.drop_all(conn)
-    engine.dispose()
-    return postgres_url
+@pytest.fixture
+def url(tmp_path: Path) -> str:
+    """A fresh database: here a SQLite file; test_postgres.py runs this suite again on a
+    private PostgreSQL server by overriding this fixture."""
+    return f"sqlite:///{tmp_path / 'metadata.db'}"
 
 
 @pytest.fixture
