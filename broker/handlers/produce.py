@@ -1,7 +1,9 @@
 """Produce (api key 0, v3..v13): append each partition's batch through the replica manager.
 
 Partitions are appended concurrently so that acks=all waits overlap. v13 names topics by
-id. With acks=0 the client expects no response at all, so the handler returns None.
+id. With acks=0 the client expects no response at all, so the handler returns None; when
+a partition fails, the connection is closed instead, as Kafka does, which is the only
+signal that makes the producer refresh its metadata.
 """
 
 from __future__ import annotations
@@ -45,6 +47,14 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         for topic_data in body.topic_data
     ]
     if body.acks == 0:
+        failed = [
+            f"{topic['name'] or topic['topic_id']}-{p['index']}: {ErrorCode(p['error_code']).name}"
+            for topic in responses
+            for p in topic["partition_responses"]
+            if p["error_code"] != ErrorCode.NONE
+        ]
+        if failed and ctx.session is not None:
+            ctx.session.close_reason = "acks=0 produce failed (" + ", ".join(failed) + ")"
         return None
     return respond(body, {"responses": responses, "throttle_time": NO_THROTTLE})
 

@@ -26,6 +26,8 @@ from mirrorsim.broker.network.sasl_gate import SASL_AUTHENTICATE_KEY, SASL_HANDS
 from mirrorsim.broker.network.session import SaslState, SecuritySession, ServerExchange
 from mirrorsim.protocol.errors import ErrorCode
 
+SASL_FAILED = "SASL authentication failed"
+
 
 def plain_users(value: str | None) -> dict[str, str]:
     """``sasl.users``: ``alice:alice-secret,bob:bob-secret`` (a password may hold ':')."""
@@ -42,11 +44,11 @@ async def sasl_handshake(ctx: RequestContext, body: Any) -> Any:
     session: SecuritySession = ctx.session
     enabled: list[str] = list(ctx.broker.config("sasl.enabled.mechanisms"))
     if session.sasl_state != SaslState.AWAITING_HANDSHAKE:
-        session.close_after_response = not session.authenticated
+        session.close_reason = None if session.authenticated else SASL_FAILED
         return respond(body, {"error_code": ErrorCode.ILLEGAL_SASL_STATE, "mechanisms": enabled})
     if body.mechanism not in enabled:
         session.sasl_state = SaslState.FAILED
-        session.close_after_response = True
+        session.close_reason = SASL_FAILED
         return respond(
             body, {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
         )
@@ -68,7 +70,7 @@ def _exchange(broker: Any, mechanism: str) -> ServerExchange:
 async def sasl_authenticate(ctx: RequestContext, body: Any) -> Any:
     session: SecuritySession = ctx.session
     if session.sasl_state != SaslState.AUTHENTICATING or session.exchange is None:
-        session.close_after_response = True
+        session.close_reason = SASL_FAILED
         return _authenticate_response(
             body, ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate outside a SASL exchange"
         )
@@ -81,7 +83,7 @@ async def sasl_authenticate(ctx: RequestContext, body: Any) -> Any:
     except (AuthenticationFailed, UnicodeDecodeError) as exc:
         session.sasl_state = SaslState.FAILED
         session.exchange = None
-        session.close_after_response = True
+        session.close_reason = SASL_FAILED
         return _authenticate_response(body, ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))
     if exchange.complete:
         session.principal = f"User:{exchange.username}"

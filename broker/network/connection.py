@@ -140,8 +140,8 @@ class Connection:
                     await self._writer.drain()
                 except (ConnectionError, OSError):
                     return
-            if self.session.close_after_response:
-                log.info("connection %s closed: SASL authentication failed", self.peer)
+            if self.session.close_reason:
+                log.info("connection %s closed: %s", self.peer, self.session.close_reason)
                 return
             self._last_activity = time.monotonic()
 

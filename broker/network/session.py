@@ -41,8 +41,11 @@ class SecuritySession:
     sasl_state: SaslState = SaslState.NOT_APPLICABLE
     mechanism: str | None = None
     exchange: ServerExchange | None = field(default=None, repr=False)
-    close_after_response: bool = False
-    """Set by a failed SaslAuthenticate: Kafka sends the error, then closes."""
+    close_reason: str | None = None
+    """Why the connection closes once the current request is answered (or, for a request
+    that gets no response, once it is handled): a failed SASL exchange, where Kafka sends
+    the error then closes, or a failed acks=0 produce, where closing is the only way to
+    tell the producer to refresh its metadata."""
 
     @classmethod
     def start(cls, listener: ListenerSpec, certificate_principal: str | None) -> SecuritySession:
