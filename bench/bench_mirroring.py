@@ -1,7 +1,7 @@
 """Cluster mirroring throughput, lag and failover against a client copy loop and the machine.
 
 Run: .venv/bin/python -m mirrorsim.bench.bench_mirroring [--megabytes 32] [--partitions 64]
-     [--lag-seconds 5] [--failover-partitions 1000]
+     [--lag-seconds 5] [--failover-partitions 1000] [--only throughput|failover]
 
 For each record size (1 KiB and 100 bytes) the same lz4 topic is copied three ways in
 one run: (mirroring) the destination's mirror fetchers, (a) an aiokafka consume →
@@ -10,7 +10,8 @@ asyncio socket-to-file copy of the same number of bytes over loopback (the most 
 machine can move). Ratios are against (a) and (b). Then, with the 1 KiB records, the
 replication lag of a running mirror is sampled while a producer offers half of the
 measured mirroring throughput, and a mirror of ``--failover-partitions`` partitions is
-failed over (RemoveTopicsFromMirror) and timed until every partition is writable.
+failed over (RemoveTopicsFromMirror) and timed until every partition is writable, against
+the failover of a one-partition mirror in the same run.
 
 The clusters run in this process with the broker defaults that matter here (notably
 ``mirror.fetch.max.wait.ms=500``, so a long poll that is not woken shows up as lag).
@@ -22,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
+import datetime
 import json
+import multiprocessing
 import os
 import shlex
 import statistics
@@ -31,17 +35,21 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.cluster import ClusterClient
+from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.errors import raise_for_error
 from mirrorsim.compare.kafka_io import consume_until, partitions_of
 from mirrorsim.compare.workload import produce_batch
+from mirrorsim.coordinator.state_machine import MirrorPartitionState
 from mirrorsim.protocol.errors import KafkaError
 from mirrorsim.protocol.records import Compression, Record, build_batch
 
@@ -53,7 +61,10 @@ CHUNK = 1 << 16
 BATCH_BYTES = 16_384
 CLUSTER_CONFIGS = {"mirror.topic.num.partitions": 3}
 FAILOVER_TOPIC = "failover"
+FAILOVER_POLL_S = 0.01
 LAG_PRODUCERS = 8
+LAG_IN_FLIGHT = 4
+PRODUCE_KEY = 0
 
 
 @asynccontextmanager
@@ -103,6 +114,17 @@ def _log_end(cluster: ClusterRunner, topic: str, partition: int) -> int:
     return -1
 
 
+def _leader_log(cluster: ClusterRunner, topic: str, partition: int) -> PartitionLog:
+    for broker in cluster.brokers:
+        try:
+            replica = broker.replica_manager.partition(topic, partition)
+        except KafkaError:
+            continue
+        if replica.is_leader:
+            return replica.log
+    raise LookupError(f"{topic}-{partition} has no leader in {cluster.spec.name}")
+
+
 def _states(cluster: ClusterRunner, topic: str) -> list[str]:
     return [
         status.state.name
@@ -112,11 +134,11 @@ def _states(cluster: ClusterRunner, topic: str) -> list[str]:
     ]
 
 
-async def _until(predicate: Any, timeout_s: float, what: str) -> None:
+async def _until(predicate: Any, timeout_s: float, what: str, poll_s: float = POLL_S) -> None:
     try:
         async with asyncio.timeout(timeout_s):
             while not predicate():
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(poll_s)
     except TimeoutError:
         raise TimeoutError(f"no {what} within {timeout_s}s") from None
 
@@ -218,6 +240,99 @@ async def _socket_copy_seconds(total: int, directory: Path) -> float:
     return elapsed
 
 
+async def _produce_many(client: ClusterClient, batches: dict[int, bytes]) -> dict[int, int]:
+    """One Produce request (acks=all) per leader with one batch for each partition; the
+    base offset the leader gave each batch."""
+    by_leader: dict[int, list[dict[str, Any]]] = {}
+    for partition, batch in batches.items():
+        leader = client.leader_for(TOPIC, partition)
+        if leader is None:
+            raise RuntimeError(f"{TOPIC}-{partition} has no leader")
+        by_leader.setdefault(leader, []).append({"index": partition, "records": batch})
+    base_offsets: dict[int, int] = {}
+    for leader, partition_data in by_leader.items():
+        spec = RequestSpec(
+            PRODUCE_KEY,
+            {
+                "transactional_id": None,
+                "acks": -1,
+                "timeout": datetime.timedelta(seconds=30),
+                "topic_data": [{"name": TOPIC, "partition_data": partition_data}],
+            },
+            versions=(9,),
+        )
+        response = await client.send_to_node(leader, spec)
+        for answer in response.responses[0].partition_responses:
+            raise_for_error(answer.error_code)
+            base_offsets[int(answer.index)] = int(answer.base_offset)
+    return base_offsets
+
+
+async def _paced_produce(
+    bootstrap: str, partitions: int, rate_mb_s: float, seconds: float
+) -> tuple[list[tuple[int, int, float]], int, float]:
+    """``LAG_PRODUCERS`` paced senders with up to ``LAG_IN_FLIGHT`` requests each in
+    flight, as a client's max.in.flight.requests; each Produce carries a 16 KiB batch for
+    every partition the sender owns, as a lingering client batches. The batches are built
+    once (random, lz4) and sent again each turn: the leader assigns offsets, so only the
+    rate matters. Returns (partition, end offset, acknowledged at) per batch, the bytes
+    sent and the seconds taken."""
+    per_batch = max(1, BATCH_BYTES // 1024)
+    batches = [_random_batch(p, 0, per_batch, 1024) for p in range(partitions)]
+    acks: list[tuple[int, int, float]] = []
+    senders = min(LAG_PRODUCERS, partitions)
+
+    async def produce(client: ClusterClient, owned: dict[int, bytes]) -> None:
+        base_offsets = await _produce_many(client, owned)
+        acknowledged = time.monotonic()
+        acks.extend((p, base + per_batch, acknowledged) for p, base in base_offsets.items())
+
+    async def send(client: ClusterClient, first: int, started: float) -> int:
+        owned = {p: batches[p] for p in range(first, partitions, senders)}
+        turn_bytes = sum(len(batch) for batch in owned.values())
+        in_flight: set[asyncio.Task[None]] = set()
+        sent = 0
+        while time.monotonic() - started < seconds:
+            due = started + sent / (rate_mb_s * 1e6 / senders)
+            if due > time.monotonic():
+                await asyncio.sleep(due - time.monotonic())
+            if len(in_flight) >= LAG_IN_FLIGHT:
+                done, in_flight = await asyncio.wait(in_flight, return_when="FIRST_COMPLETED")
+                for task in done:
+                    task.result()
+            in_flight.add(asyncio.create_task(produce(client, owned)))
+            sent += turn_bytes
+        for task in asyncio.as_completed(in_flight):
+            await task
+        return sent
+
+    async with ClusterClient(bootstrap, client_id="bench-lag") as client:
+        await client.refresh_metadata([TOPIC])
+        started = time.monotonic()
+        sent = await asyncio.gather(*(send(client, s, started) for s in range(senders)))
+        elapsed = time.monotonic() - started
+    return acks, sum(sent), elapsed
+
+
+def _lag_producer_process(
+    bootstrap: str, partitions: int, rate_mb_s: float, seconds: float, results: Connection
+) -> None:
+    """The lag run's producer, in its own process: from the brokers' event loop it could
+    not offer the target rate, and the time it took would be taken from the mirror."""
+    try:
+        results.send(asyncio.run(_paced_produce(bootstrap, partitions, rate_mb_s, seconds)))
+    finally:
+        results.close()
+
+
+def _lag_of(reached: list[tuple[float, int]], end_offset: int, acknowledged: float) -> float:
+    """Milliseconds from the acknowledgement until the destination's log end passed
+    ``end_offset`` (0 when it already had when the acknowledgement arrived)."""
+    ends = [end for _, end in reached]
+    seen_at = reached[bisect.bisect_left(ends, end_offset)][0]
+    return max(0.0, seen_at - acknowledged) * 1000
+
+
 async def _lag_ms(
     source: ClusterRunner,
     destination: ClusterRunner,
@@ -227,55 +342,60 @@ async def _lag_ms(
 ) -> dict[str, Any]:
     """Replication lag of a running mirror under a paced producer of ``rate_mb_s``.
 
-    Each produced batch is stamped when the source acknowledges it; its lag is the time
-    until the destination's log end passes it (sampled every millisecond).
+    The producer runs in a subprocess and stamps each batch when the source acknowledges
+    it (``time.monotonic`` is one clock for every process); this process samples the
+    destination's log ends every millisecond and keeps each partition's changes. A
+    batch's lag is from its acknowledgement to the first sample at or past its end.
     """
-    pending: list[tuple[int, int, float]] = []
-    lags: list[float] = []
-    done = asyncio.Event()
+    reached: list[list[tuple[float, int]]] = [[] for _ in range(partitions)]
+    sampling = asyncio.Event()
 
     async def watch() -> None:
-        while not (done.is_set() and not pending):
+        """Samples the leaders' logs, looked up once: the lag run moves no leadership."""
+        logs = [_leader_log(destination, TOPIC, p) for p in range(partitions)]
+        last = [-1] * partitions
+        while not sampling.is_set():
             now = time.monotonic()
-            ends = [_log_end(destination, TOPIC, p) for p in range(partitions)]
-            still = [(p, end, t) for p, end, t in pending if ends[p] < end]
-            lags.extend((now - t) * 1000 for p, end, t in pending if ends[p] >= end)
-            pending[:] = still
+            for p, log in enumerate(logs):
+                end = log.log_end_offset
+                if end != last[p]:
+                    reached[p].append((now, end))
+                    last[p] = end
             await asyncio.sleep(POLL_S)
 
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    producer = context.Process(
+        target=_lag_producer_process,
+        args=(source.bootstrap, partitions, rate_mb_s, seconds, sender),
+        name="bench-lag-producer",
+    )
     watcher = asyncio.create_task(watch())
-    per_batch = max(1, BATCH_BYTES // 1024)
-    offsets = [_log_end(source, TOPIC, p) for p in range(partitions)]
-    producers = min(LAG_PRODUCERS, partitions)
-
-    async def produce(client: ClusterClient, first: int, started: float) -> int:
-        """Paced batches to partitions ``first``, ``first + producers``, ...; bytes sent."""
-        sent_bytes = 0
-        owned = range(first, partitions, producers)
-        while time.monotonic() - started < seconds:
-            for p in owned:
-                due = started + sent_bytes / (rate_mb_s * 1e6 / producers)
-                if due > time.monotonic():
-                    await asyncio.sleep(due - time.monotonic())
-                batch = _random_batch(p, offsets[p], per_batch, 1024)
-                await produce_batch(client, TOPIC, p, batch)
-                offsets[p] += per_batch
-                pending.append((p, offsets[p], time.monotonic()))
-                sent_bytes += len(batch)
-        return sent_bytes
-
-    async with ClusterClient(source.bootstrap, client_id="bench-lag") as client:
-        await client.refresh_metadata([TOPIC])
-        started = time.monotonic()
-        sent = await asyncio.gather(*(produce(client, w, started) for w in range(producers)))
-        elapsed = time.monotonic() - started
-    produced_bytes = sum(sent)
-    done.set()
-    await asyncio.wait_for(watcher, 60)
-    ordered = sorted(lags)
+    producer.start()
+    sender.close()
+    try:
+        acks, produced_bytes, elapsed = await asyncio.to_thread(receiver.recv)
+        await asyncio.to_thread(producer.join, 60)
+        final: dict[int, int] = {}
+        for p, end, _ in acks:
+            final[p] = max(end, final.get(p, end))
+        await _until(
+            lambda: all(reached[p] and reached[p][-1][1] >= end for p, end in final.items()),
+            60,
+            "mirror of the lag run",
+        )
+    finally:
+        sampling.set()
+        await watcher
+        receiver.close()
+        if producer.is_alive():
+            producer.terminate()
+        producer.join()
+    ordered = sorted(_lag_of(reached[p], end, acknowledged) for p, end, acknowledged in acks)
     return {
         "target_mb_s": round(rate_mb_s, 2),
         "offered_mb_s": round(produced_bytes / 1e6 / elapsed, 2),
+        "producer": "subprocess",
         "batches": len(ordered),
         "p50_ms": round(statistics.median(ordered), 1),
         "p99_ms": round(ordered[max(0, int(len(ordered) * 0.99) - 1)], 1),
@@ -315,11 +435,17 @@ async def _one_size(
         "mirroring_vs_client_copy": round(client_s / mirror_s, 2),
         "mirroring_vs_socket_copy": round(socket_s / mirror_s, 3),
         "lag_at_half_load": lag,
+        "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
 
 async def _failover(partitions: int) -> dict[str, Any]:
-    """Seconds from RemoveTopicsFromMirror until every partition is STOPPED (writable)."""
+    """Seconds from RemoveTopicsFromMirror until every partition is STOPPED and a produce
+    to the last one is accepted; then (untimed) every partition must accept a produce.
+
+    Completion is polled every 10 ms: walking a thousand partition states every
+    millisecond on the brokers' own event loop would slow down what it measures.
+    """
     with tempfile.TemporaryDirectory(prefix="bench-failover-") as tmp:
         data = Path(tmp)
         async with _cluster("primary", data) as source, _cluster("backup", data) as destination:
@@ -340,26 +466,52 @@ async def _failover(partitions: int) -> dict[str, Any]:
                 ),
                 600,
                 "mirror of every failover partition",
+                FAILOVER_POLL_S,
             )
             setup_s = time.monotonic() - setup_started
-            started = time.monotonic()
-            async with Admin(bootstrap=destination.bootstrap) as admin:
-                (await admin.remove_topics_from_mirror(MIRROR, [FAILOVER_TOPIC])).all()
-            await _until(
-                lambda: _states(destination, FAILOVER_TOPIC) == ["STOPPED"] * partitions,
-                600,
-                "failover of every partition",
-            )
-            failover_s = time.monotonic() - started
             async with ClusterClient(destination.bootstrap, client_id="bench-failover") as client:
                 await client.refresh_metadata([FAILOVER_TOPIC])
-                await produce_batch(
-                    client, FAILOVER_TOPIC, partitions - 1, _random_batch(0, 0, 1, 100)
+                started = time.monotonic()
+                async with Admin(bootstrap=destination.bootstrap) as admin:
+                    (await admin.remove_topics_from_mirror(MIRROR, [FAILOVER_TOPIC])).all()
+                await _until(
+                    lambda: _stopped(destination, FAILOVER_TOPIC) == partitions,
+                    600,
+                    "failover of every partition",
+                    FAILOVER_POLL_S,
                 )
+                last = partitions - 1
+                await produce_batch(client, FAILOVER_TOPIC, last, _random_batch(last, 4, 1, 100))
+                failover_s = time.monotonic() - started
+                for p in range(partitions - 1):
+                    await produce_batch(client, FAILOVER_TOPIC, p, _random_batch(p, 4, 1, 100))
     return {
         "partitions": partitions,
         "mirror_setup_s": round(setup_s, 2),
         "failover_s": round(failover_s, 2),
+    }
+
+
+def _stopped(cluster: ClusterRunner, topic: str) -> int:
+    """How many of the topic's mirror partitions are STOPPED: compared by identity, as
+    an enum's ``name`` costs more than the rest of the poll."""
+    return sum(
+        status.state is MirrorPartitionState.STOPPED
+        for broker in cluster.brokers
+        for (name, _), status in broker.mirrors.partitions.items()
+        if name == topic
+    )
+
+
+async def _failover_scaling(partitions: int) -> dict[str, Any]:
+    """The failover of ``partitions`` against one of a single partition, in the same run:
+    the ratio is what the extra partitions cost (1x when the work is fully batched)."""
+    baseline = await _failover(1)
+    measured = await _failover(partitions)
+    return {
+        **measured,
+        "one_partition_failover_s": baseline["failover_s"],
+        "vs_one_partition": round(measured["failover_s"] / max(baseline["failover_s"], 0.01), 1),
     }
 
 
@@ -379,6 +531,13 @@ def _markdown(document: dict[str, Any]) -> str:
             f"| {r['client_copy_mb_s']} | {r['socket_copy_mb_s']} "
             f"| {r['mirroring_vs_client_copy']}x | {r['mirroring_vs_socket_copy']:.1%} |"
         )
+    loads = [str(r["load_average_1m"]) for r in document["results"] if "load_average_1m" in r]
+    if loads:
+        lines += [
+            "",
+            f"Machine load average (1 min, 2 cores shared) after each size: {', '.join(loads)}; "
+            "every copy runs on one event loop, so wall-clock rates fall as the load rises.",
+        ]
     lags = [(r["record_bytes"], r["lag_at_half_load"]) for r in document["results"]]
     if any(lag for _, lag in lags):
         lines += [
@@ -401,8 +560,20 @@ def _markdown(document: dict[str, Any]) -> str:
             f"every partition is STOPPED and accepts produce): {failover['failover_s']} s "
             f"(establishing that mirror took {failover['mirror_setup_s']} s).",
         ]
+        if "one_partition_failover_s" in failover:
+            lines += [
+                "",
+                f"One partition, same run: {failover['one_partition_failover_s']} s; "
+                f"{failover['partitions']} partitions take {failover['vs_one_partition']}x "
+                f"that. Command: `{failover['command']}`",
+            ]
     lines += ["", *document["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _previous_document() -> dict[str, Any]:
+    path = RESULTS / "mirroring.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -412,23 +583,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--lag-seconds", type=float, default=5.0, help="0 skips the lag run")
     parser.add_argument("--failover-partitions", type=int, default=1000, help="0 skips it")
     parser.add_argument("--sizes", type=int, nargs="+", default=[1024, 100])
+    parser.add_argument(
+        "--only",
+        choices=["throughput", "failover"],
+        help="run one part; the other part's last results are kept in bench/results",
+    )
     arguments = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(arguments)
-    results = [
-        asyncio.run(
-            _one_size(
-                size, args.megabytes, args.partitions, args.lag_seconds if size == 1024 else 0
+    command = shlex.join([".venv/bin/python", "-m", "mirrorsim.bench.bench_mirroring", *arguments])
+    previous = _previous_document() if args.only else {}
+    if args.only == "failover":
+        results = previous.get("results", [])
+    else:
+        results = [
+            asyncio.run(
+                _one_size(
+                    size, args.megabytes, args.partitions, args.lag_seconds if size == 1024 else 0
+                )
             )
-        )
-        for size in args.sizes
-    ]
-    failover = (
-        asyncio.run(_failover(args.failover_partitions)) if args.failover_partitions else None
-    )
+            for size in args.sizes
+        ]
+    if args.only == "throughput" or not args.failover_partitions:
+        failover = previous.get("failover")
+    else:
+        failover = {
+            **asyncio.run(_failover_scaling(args.failover_partitions)),
+            "command": command,
+        }
     document = {
-        "command": shlex.join(
-            [".venv/bin/python", "-m", "mirrorsim.bench.bench_mirroring", *arguments]
-        ),
+        "command": previous.get("command", command) if args.only == "failover" else command,
         "targets": {
             "vs_client_copy_1k": 3.0,
             "vs_client_copy_100b": 15.0,
@@ -445,10 +628,11 @@ def main(argv: list[str] | None = None) -> None:
             "Mirroring is timed from ResumeMirrorTopics (the mirror was established on the "
             "empty topic and paused while the data was produced) until every destination "
             "log end matches the source; values are random bytes, so lz4 keeps their size.",
-            f"The lag producer is {LAG_PRODUCERS} paced senders of 16 KiB batches over one "
-            "connection; when they cannot offer the target rate, the offered rate is what "
-            "was measured. Lag is from the source's acknowledgement to the destination's "
-            "log end passing the batch, sampled every millisecond.",
+            f"The lag producer is a subprocess of {LAG_PRODUCERS} paced senders over one "
+            "connection, each Produce carrying a 16 KiB batch per partition the sender owns; "
+            "offered is the rate it reached (below target when it could not keep up). Lag is "
+            "from the source's acknowledgement to the destination's log end passing the "
+            "batch, sampled every millisecond.",
         ],
     }
     RESULTS.mkdir(exist_ok=True)

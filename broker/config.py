@@ -19,6 +19,9 @@ LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
 MIRROR_NAME = "mirror.name"
+MIRROR_STOP_REASON = "mirror.stop.reason"
+"""Set on a mirror topic stopped by the mirror itself (its source topic was deleted): the
+topic stays in the mirror, STOPPED and writable, until the operator removes it."""
 """Internal topic config naming the mirror that owns a topic; hidden from users."""
 
 
@@ -278,6 +281,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         ),
         _topic("mirror.support.unclean.leader.election", T.BOOLEAN, "false", None),
         _topic(MIRROR_NAME, T.STRING, None, None, _mirror_name_check, internal=True),
+        _topic(MIRROR_STOP_REASON, T.STRING, None, None, internal=True),
     ]
 }
 

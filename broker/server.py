@@ -26,6 +26,7 @@ from mirrorsim.broker.config import (
 )
 from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
+from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.metadata.controller import MetadataController
@@ -198,7 +199,7 @@ class Broker:
             self.cluster_controller.alter_isr,
         )
         self.groups = GroupCoordinator(
-            offset_store=SqlOffsetStore(self.store),
+            offset_store=BatchedOffsetStore(SqlOffsetStore(self.store)),
             clock=SystemClock(),
             config=GroupConfig.from_properties(
                 {v.name: v.value for v in resolve_broker_config(self.config_layers())}

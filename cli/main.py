@@ -14,6 +14,7 @@ COMMANDS: dict[str, str] = {
     "demo": "mirrorsim.cli.cmd_demo:demo",
     "drill": "mirrorsim.cli.cmd_drill:drill",
     "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
+    "features": "mirrorsim.cli.cmd_features:features",
     "up": "mirrorsim.cli.cmd_up:up",
     "verify": "mirrorsim.cli.cmd_verify:verify",
 }

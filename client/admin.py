@@ -35,6 +35,10 @@ from mirrorsim.client.admin_types import (
     ConfigResourceType,
     ConsumerGroupDescription,
     ConsumerGroupListing,
+    ElectionType,
+    FeatureMetadata,
+    FeatureUpdate,
+    FinalizedVersionRange,
     IsolationLevel,
     ListOffsetsResultInfo,
     MemberDescription,
@@ -46,12 +50,15 @@ from mirrorsim.client.admin_types import (
     PatternType,
     ResourceType,
     Results,
+    SupportedVersionRange,
     TopicDescription,
     TopicPartition,
 )
 from mirrorsim.client.cluster import BrokerInfo, ClusterClient, CoordinatorType, RequestSpec
+from mirrorsim.client.connection import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION
 from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.features import UpgradeType
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 T = TypeVar("T")
@@ -65,6 +72,7 @@ class ApiKey:
     OFFSET_FETCH = 9
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
     DELETE_RECORDS = 21
@@ -74,7 +82,9 @@ class ApiKey:
     DESCRIBE_CONFIGS = 32
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
+    ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
 
 
@@ -202,6 +212,45 @@ class Admin:
             {r.name: error_from_wire(r.error_code, r.error_message) for r in response.results}
         )
 
+    # Leader elections
+
+    async def elect_leaders(
+        self, election_type: ElectionType, partitions: Iterable[TopicPartition] | None = None
+    ) -> Results[TopicPartition]:
+        """ElectLeaders at the active controller; None elects every partition. NOT_CONTROLLER,
+        for the request or for a partition (the controller lost its lease mid-election),
+        sends the whole request again to the controller fresh metadata names, so an
+        election asked while the controller moves waits for the move, not the api timeout.
+        """
+        wanted = None if partitions is None else list(partitions)
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for tp in wanted or ():
+            by_topic[tp.topic].append(tp.partition)
+        spec = RequestSpec(
+            ApiKey.ELECT_LEADERS,
+            {
+                "election_type": int(election_type),
+                "topic_partitions": None
+                if wanted is None
+                else [{"topic": t, "partitions": p} for t, p in by_topic.items()],
+                "timeout": self._timeout,
+            },
+        )
+
+        async def attempt() -> Results[TopicPartition]:
+            response = await self.cluster.send_to_controller(spec)
+            raise_for_error(getattr(response, "error_code", ErrorCode.NONE))
+            results: Results[TopicPartition] = Results()
+            for topic in response.replica_election_results:
+                for p in topic.partition_result:
+                    error = error_from_wire(p.error_code, p.error_message)
+                    if error is not None and error.code == ErrorCode.NOT_CONTROLLER:
+                        raise error
+                    results[TopicPartition(topic.topic, int(p.partition_id))] = error
+            return results
+
+        return await self.cluster.retrying(attempt)
+
     # Configs
 
     async def describe_configs(
@@ -294,6 +343,83 @@ class Admin:
                 for b in sorted(response.brokers, key=lambda b: int(b.broker_id))
             )
             return ClusterDescription(response.cluster_id, int(response.controller_id), brokers)
+
+        return await self.cluster.retrying(attempt)
+
+    # Features (KIP-584)
+
+    async def describe_features(self) -> FeatureMetadata:
+        """The supported and finalized features, from any broker's ApiVersions answer."""
+        spec = RequestSpec(
+            ApiKey.API_VERSIONS,
+            {
+                "client_software_name": CLIENT_SOFTWARE_NAME,
+                "client_software_version": CLIENT_SOFTWARE_VERSION,
+            },
+        )
+        response = await self._to_any(spec)
+        raise_for_error(response.error_code)
+        epoch = int(getattr(response, "finalized_features_epoch", -1))
+        return FeatureMetadata(
+            finalized_features={
+                f.name: FinalizedVersionRange(int(f.min_version_level), int(f.max_version_level))
+                for f in getattr(response, "finalized_features", ())
+            },
+            finalized_features_epoch=epoch if epoch >= 0 else None,
+            supported_features={
+                f.name: SupportedVersionRange(int(f.min_version), int(f.max_version))
+                for f in getattr(response, "supported_features", ())
+            },
+        )
+
+    async def update_features(
+        self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False
+    ) -> Results[str]:
+        """Change finalized feature levels at the active controller.
+
+        The controller accepts or refuses the request as a whole; a request-wide refusal
+        is every feature's error, as Kafka's admin client reports it.
+        """
+        if not updates:
+            raise ValueError("Feature updates can not be null or empty.")
+        spec = RequestSpec(
+            ApiKey.UPDATE_FEATURES,
+            {
+                "timeout": self._timeout,
+                "feature_updates": [
+                    {
+                        "feature": name,
+                        "max_version_level": update.max_version_level,
+                        "upgrade_type": int(update.upgrade_type),
+                        "allow_downgrade": update.upgrade_type is not UpgradeType.UPGRADE,
+                    }
+                    for name, update in updates.items()
+                ],
+                "validate_only": validate_only,
+            },
+        )
+
+        async def attempt() -> Results[str]:
+            response = await self.cluster.send_to_controller(spec)
+            error = error_from_wire(response.error_code, response.error_message)
+            if error is not None and error.code == ErrorCode.NOT_CONTROLLER:
+                raise error
+            if error is not None:
+                return Results(dict.fromkeys(updates, error))
+            answered = {
+                r.feature: error_from_wire(r.error_code, r.error_message) for r in response.results
+            }
+            return Results(
+                {
+                    name: answered[name]
+                    if name in answered
+                    else KafkaError(
+                        ErrorCode.UNKNOWN_SERVER_ERROR,
+                        f"The controller response did not contain a result for feature {name}",
+                    )
+                    for name in updates
+                }
+            )
 
         return await self.cluster.retrying(attempt)
 

@@ -21,6 +21,7 @@ from mirrorsim.protocol.acl import (
     ResourceType,
 )
 from mirrorsim.protocol.errors import KafkaError
+from mirrorsim.protocol.features import UpgradeType
 from mirrorsim.protocol.messages.constants import (
     CONFIG_RESOURCE_TYPE_MIRROR,
 )
@@ -43,6 +44,14 @@ class Results(dict[K, KafkaError | None]):
         for error in self.values():
             if error is not None:
                 raise error
+
+
+class ElectionType(enum.IntEnum):
+    """ElectLeaders' ``election_type``: the preferred replica, or any live replica when no
+    ISR member is left (records only the lost ISR had are gone)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
 
 
 class TopicPartition(NamedTuple):
@@ -194,6 +203,34 @@ class AclBindingFilter:
     host: str | None = None
     operation: AclOperation = AclOperation.ANY
     permission_type: AclPermissionType = AclPermissionType.ANY
+
+
+@dataclass(frozen=True, slots=True)
+class SupportedVersionRange:
+    min_version: int
+    max_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedVersionRange:
+    min_version_level: int
+    max_version_level: int
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureMetadata:
+    """Kafka's ``FeatureMetadata``: a feature missing from ``finalized_features`` is at
+    level 0; ``finalized_features_epoch`` is None when the broker does not know it."""
+
+    finalized_features: Mapping[str, FinalizedVersionRange]
+    finalized_features_epoch: int | None
+    supported_features: Mapping[str, SupportedVersionRange]
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureUpdate:
+    max_version_level: int
+    upgrade_type: UpgradeType = UpgradeType.UPGRADE
 
 
 @dataclass(frozen=True, slots=True)

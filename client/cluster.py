@@ -225,10 +225,21 @@ class ClusterClient:
         return await self._retry_connection_errors(once)
 
     async def send_to_controller(self, body: Any) -> Any:
+        """Send to the active controller as the latest metadata names it. A controller that
+        cannot be reached has most likely moved (or the answering broker's view was stale),
+        so the retry after a connection failure asks for fresh metadata first instead of
+        knocking on the same door until the api timeout."""
+        stale = False
+
         async def once() -> Any:
-            if self.controller_id not in self.brokers:
+            nonlocal stale
+            if stale or self.controller_id not in self.brokers:
                 await self.refresh_metadata([])
-            return await self._send_once(await self.connection(self.controller_id), body)
+            try:
+                return await self._send_once(await self.connection(self.controller_id), body)
+            except KafkaConnectionError:
+                stale = True
+                raise
 
         return await self._retry_connection_errors(once)
 

@@ -16,7 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mirrorsim.broker.config import MIRROR_NAME, TOPIC_CONFIGS, topic_name_error
+from mirrorsim.broker.config import (
+    MIRROR_NAME,
+    MIRROR_STOP_REASON,
+    TOPIC_CONFIGS,
+    topic_name_error,
+)
+from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicExistsError, TopicRecord
 from mirrorsim.client.cluster import RequestSpec
 from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS
@@ -102,6 +108,8 @@ class MirrorLifecycle:
         await self._broker.refresh_metadata()
 
     async def list_mirrors(self) -> list[MirrorListing]:
+        """The source cluster id is the one stored for the mirror, the same on every broker."""
+        cluster_ids = await asyncio.to_thread(MirrorSourceClusters(self._broker.store).cluster_ids)
         listings = []
         for name, record in sorted((await self._mirrors()).items()):
             topics = self._topics_of(name)
@@ -109,7 +117,7 @@ class MirrorLifecycle:
                 MirrorListing(
                     name,
                     record.configs.get(BOOTSTRAP_SERVERS, ""),
-                    self._coordinator.sources.cluster_ids.get(name, ""),
+                    cluster_ids.get(name, ""),
                     sum(1 for i in topics.values() if i is not MirrorNameIntent.REMOVE),
                 )
             )
@@ -133,6 +141,7 @@ class MirrorLifecycle:
         for topic in sorted(topics):
             configs = dict(self._broker.snapshot.topics[topic].configs)
             configs.pop(MIRROR_NAME, None)
+            configs.pop(MIRROR_STOP_REASON, None)
             await self._broker.controller.set_topic_configs(topic, configs)
         await self._coordinator.states.delete_mirror(name, set(topics))
         await asyncio.to_thread(self._broker.store.delete_mirror, name)
@@ -205,8 +214,9 @@ class MirrorLifecycle:
                 ErrorCode.INVALID_REQUEST,
                 f"Topic {name} has id {existing.topic_id} here but {info.topic_id} on the source",
             )
+        kept = {k: v for k, v in existing.configs.items() if k != MIRROR_STOP_REASON}
         await self._broker.controller.set_topic_configs(
-            name, {**existing.configs, **configs, MIRROR_NAME: mirror}
+            name, {**kept, **configs, MIRROR_NAME: mirror}
         )
 
     async def _require_partitions_addable(self, mirror: str, topic: TopicRecord) -> None:

@@ -21,14 +21,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client.admin import Admin
+from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.coordinator.mirror_state_store import metadata_coordinator_partition, murmur2
 from mirrorsim.coordinator.periodic_jobs import PeriodicJob
+from mirrorsim.coordinator.source_deletions import SourceDeletionStopper
 from mirrorsim.coordinator.source_pool import SourcePool
-from mirrorsim.coordinator.state_machine import REMOVED_SUFFIX
-from mirrorsim.coordinator.sync import StopReason
 from mirrorsim.coordinator.sync_executor import (
     MirrorSyncExecutor,
     MirrorTopicStopper,
@@ -40,24 +39,7 @@ log = logging.getLogger(__name__)
 
 REFRESH_INTERVAL = "mirror.metadata.refresh.interval.ms"
 ASSIGNMENT_INTERVAL = "metadata.refresh.interval.ms"
-
-
-class RemovedSuffixStopper:
-    """Stops a mirror topic whose source topic is gone by tagging it ``<mirror>.removed``:
-    the partition leaders' MirrorCoordinator then takes its partitions through STOPPING
-    (LSO truncation, LME, epoch bump, MIRROR_PID_RESET) to STOPPED, as for a failover."""
-
-    def __init__(self, broker: Any) -> None:
-        self._broker = broker
-
-    async def stop_mirror_topic(self, mirror: str, topic: str, reason: StopReason) -> None:
-        record = self._broker.snapshot.topics.get(topic)
-        if record is None:
-            return
-        log.warning("mirror %s: stopping topic %s: %s", mirror, topic, reason.value)
-        await self._broker.controller.set_topic_configs(
-            topic, {**record.configs, MIRROR_NAME: mirror + REMOVED_SUFFIX}
-        )
+COMMIT_CONNECTIONS = 16
 
 
 class MirrorMetadataManager:
@@ -75,12 +57,14 @@ class MirrorMetadataManager:
         self.executor = MirrorSyncExecutor(
             broker,
             destination_admin=self._destination_admin,
-            stopper=stopper or RemovedSuffixStopper(broker),
+            destination_committers=self._destination_committers,
+            stopper=stopper or SourceDeletionStopper(broker),
             record_error=self._count_error,
         )
         self._configs: dict[str, dict[str, str]] = {}
         self._jobs: dict[str, PeriodicJob[SyncCycleReport]] = {}
         self._destination: Admin | None = None
+        self._committers: list[ClusterClient] = []
         self._assignment = PeriodicJob(
             f"broker {broker.broker_id} mirror metadata assignment",
             lambda: self._interval_s(ASSIGNMENT_INTERVAL),
@@ -100,6 +84,9 @@ class MirrorMetadataManager:
         if self._destination is not None:
             await self._destination.close()
             self._destination = None
+        committers, self._committers = self._committers, []
+        for committer in committers:
+            await committer.close()
 
     # -- assignment ----------------------------------------------------------------------
 
@@ -129,8 +116,6 @@ class MirrorMetadataManager:
         for mirror in sorted(set(self._jobs) - set(mine)):
             log.info("broker %d no longer syncs mirror %s", self._broker.broker_id, mirror)
             await self._stop_job(mirror)
-        for mirror in set(self.executor.source_cluster_ids) - set(records):
-            self.executor.forget(mirror)
         self._configs = mine
         for mirror in sorted(set(mine) - set(self._jobs)):
             log.info("broker %d syncs the metadata of mirror %s", self._broker.broker_id, mirror)
@@ -182,6 +167,28 @@ class MirrorMetadataManager:
             await admin.start()
             self._destination = admin
         return self._destination
+
+    async def _destination_committers(self) -> list[ClusterClient]:
+        """Clients that carry the group offset commits, one connection each (see
+        ``MirrorSyncExecutor._commit_all``); opened at the first commit."""
+        if not self._committers:
+            committers = [
+                ClusterClient(
+                    self._broker.bootstrap,
+                    client_id=f"broker-{self._broker.broker_id}-mirror-metadata-commit-{i}",
+                )
+                for i in range(COMMIT_CONNECTIONS)
+            ]
+            started = await asyncio.gather(
+                *(committer.start() for committer in committers), return_exceptions=True
+            )
+            failure = next((r for r in started if isinstance(r, BaseException)), None)
+            if failure is not None:
+                for committer in committers:
+                    await committer.close()
+                raise failure
+            self._committers = committers
+        return self._committers
 
     def _count_error(self, kind: SyncError) -> None:
         self.error_counts[kind] += 1

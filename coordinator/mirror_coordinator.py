@@ -1,12 +1,13 @@
 """MirrorCoordinator: drives every mirror partition this broker leads through its states.
 
 Theory of operation. The leader of a mirror partition is the only actor that moves its
-state. After every metadata refresh (and whenever a fetcher reports a failure) the
-coordinator *kicks* each partition it leads whose topic has ``mirror.name`` set or that
-it already tracks. A kick runs one task per partition, level-triggered: ask the state
-machine which event the current ``mirror.name`` value calls for, persist the new state
-at the partition's coordinator, run the new state's entry action, and ask again, until
-nothing is left to do. A kick that arrives while the task runs makes it look once more,
+state. After every metadata refresh that changed its topic (or the mirror configs), every
+few seconds regardless, and whenever a fetcher reports a failure, the coordinator *kicks*
+each partition it leads whose topic has ``mirror.name`` set or that it already tracks.
+A kick runs one task per partition, level-triggered: ask the state machine which event
+the current ``mirror.name`` value calls for, persist the new state at the partition's
+coordinator, run the new state's entry action, and ask again, until nothing is left to
+do. A kick that arrives while the task runs makes it look once more,
 so nothing is queued and nothing is lost.
 
 Entry actions:
@@ -24,6 +25,11 @@ Entry actions:
   the metadata store above every epoch in the log, append MIRROR_PID_RESET at the new
   epoch, then STOP_COMPLETE; only then does the partition accept produce requests;
 - FAILED: remove its fetcher.
+
+The steps that cost a round trip (state writes, the leader epoch bump, the checkpoint of
+the new epoch) are coalesced across partitions (``coordinator/batching.py``): each task
+still awaits its own step, but a thousand partitions failing over together share a few
+appends, one metadata-store transaction and one refresh, and one round of parallel fsyncs.
 
 A partition that loses leadership is forgotten here (the new leader loads its state).
 A leader that loads a stored MIRRORING state (it just became leader, or restarted)
@@ -43,14 +49,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from mirrorsim.broker.config import MIRROR_NAME
+from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import PartitionAssignment
-from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
+from mirrorsim.coordinator.epoch_starts import LeaderEpochStarts
+from mirrorsim.coordinator.leader_epochs import LeaderEpochBumper
 from mirrorsim.coordinator.replica_truncation import (
     FollowerFetch,
     ReplicaTruncationCheck,
     TruncationWait,
 )
 from mirrorsim.coordinator.source_clusters import SourceClusters
+from mirrorsim.coordinator.source_deletions import effective_mirror_name
 from mirrorsim.coordinator.source_pool import connection_settings
 from mirrorsim.coordinator.state_client import MirrorStateClient, StateUpdate
 from mirrorsim.coordinator.state_machine import (
@@ -91,6 +100,7 @@ PLACEMENT_ATTEMPT_S = 2.0
 # Source trouble a partition rides out by retrying: logged in one line, not with a trace.
 _SOURCE_TROUBLE = (LookupError, TimeoutError, ConnectionError, KafkaError)
 PREPARING_POLL_S = 0.05
+FULL_SWEEP_S = 5.0
 SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
 NO_EPOCH = -1
 S = MirrorPartitionState
@@ -115,7 +125,11 @@ class MirrorCoordinator:
         self._broker = broker
         self.state_topic = MirrorStateTopic(broker)
         self.states = MirrorStateClient(broker, self.state_topic)
-        self.sources = SourceClusters(broker.broker_id, self._mirror_configs)
+        self.leader_epochs = LeaderEpochBumper(broker)
+        self._epoch_starts = LeaderEpochStarts(broker)
+        self.sources = SourceClusters(
+            broker.broker_id, self._mirror_configs, MirrorSourceClusters(broker.store).record
+        )
         self.fetchers = MirrorFetcherManager(
             broker_id=broker.broker_id,
             sink=self,
@@ -129,6 +143,8 @@ class MirrorCoordinator:
         self.partitions: dict[Key, MirrorPartitionStatus] = {}
         self._tasks: dict[Key, asyncio.Task[None]] = {}
         self._dirty: set[Key] = set()
+        self._kicked_topics: dict[str, Any] = {}
+        self._last_sweep = -FULL_SWEEP_S
         self._stopped = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -139,6 +155,8 @@ class MirrorCoordinator:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.leader_epochs.close()
+        await self._epoch_starts.close()
         await self.fetchers.shutdown()
         await self.sources.close_all()
         await self.states.close()
@@ -147,7 +165,10 @@ class MirrorCoordinator:
         return self._mirrors
 
     async def on_metadata_change(self) -> None:
-        """Reload mirror configs and state partitions, then kick every mirror partition."""
+        """Reload mirror configs and state partitions, then kick the mirror partitions of
+        every topic whose metadata changed: of all topics when a mirror's configs changed,
+        and every ``FULL_SWEEP_S`` for whatever no metadata change announces. Kicking a
+        thousand settled partitions at every refresh would cost a reconcile step each."""
         previous = self._mirrors
         self._mirrors = {
             name: dict(record.configs)
@@ -157,7 +178,14 @@ class MirrorCoordinator:
             if connection_settings(previous[mirror]) != connection_settings(self._mirrors[mirror]):
                 await self._reconnect(mirror)
         self.state_topic.on_metadata_change()
+        now = time.monotonic()
+        sweep = previous != self._mirrors or now - self._last_sweep >= FULL_SWEEP_S
+        if sweep:
+            self._last_sweep = now
+        kicked, self._kicked_topics = self._kicked_topics, dict(self._broker.snapshot.topics)
         for name, topic in self._broker.snapshot.topics.items():
+            if not sweep and kicked.get(name) == topic:
+                continue
             mirrored = bool(topic.configs.get(MIRROR_NAME))
             for p in topic.partitions:
                 if mirrored or (name, p.partition) in self.partitions:
@@ -225,7 +253,7 @@ class MirrorCoordinator:
         if status.failure is not None and status.state is not S.FAILED:
             await self._transition(status, MirrorEvent.FAILURE)
             return True
-        requested = event_for_config(status.state, config_value)
+        requested = event_for_config(status.state, effective_mirror_name(topic.configs))
         if status.state is S.MIRRORING and not self.fetchers.is_fetching(key):
             if requested is not None:
                 # A pause or a failover asked for while the fetcher was gone goes first:
@@ -376,7 +404,12 @@ class MirrorCoordinator:
             partition_log.log_end_offset,
         )
         if lme == NO_EPOCH:
-            self._broker.replica_manager.truncate_fully_and_start_at(key.topic, key.partition, 0)
+            # A new mirror topic's log is empty at offset 0 already: restarting it would
+            # only rewrite (and fsync) four checkpoint files per partition.
+            if partition_log.log_end_offset or partition_log.epoch_cache.epoch_entries:
+                self._broker.replica_manager.truncate_fully_and_start_at(
+                    key.topic, key.partition, 0
+                )
         else:
             self._broker.replica_manager.truncate_to(key.topic, key.partition, offset)
 
@@ -406,14 +439,15 @@ class MirrorCoordinator:
             elif isinstance(step, BumpLeaderEpoch):
                 await self._bump_leader_epoch(key.topic, assignment, step.min_epoch)
             elif isinstance(step, AppendMirrorPidReset):
-                self._append_pid_reset(key.topic, key.partition, step.source_cluster_id)
+                await self._append_pid_reset(key.topic, key.partition, step.source_cluster_id)
 
     async def _bump_leader_epoch(
         self, topic: str, assignment: PartitionAssignment, epoch: int
     ) -> None:
-        await bump_leader_epochs(self._broker, topic, {assignment.partition: epoch})
+        await self.leader_epochs.bump(topic, assignment.partition, epoch)
 
-    def _append_pid_reset(self, topic: str, partition: int, source_cluster_id: str) -> None:
+    async def _append_pid_reset(self, topic: str, partition: int, source_cluster_id: str) -> None:
+        await self._epoch_starts.open_at_log_end(topic, partition)
         reset = build_control_batch(
             ControlRecordType.MIRROR_PID_RESET,
             producer_id=-1,

@@ -2,8 +2,10 @@
 
 A mirror's configuration holds ``bootstrap.servers`` and the security settings
 (``security.protocol``, ``sasl.*``, ``ssl.*``), under the same names the client layer
-reads, so it is handed to ``ClusterClient`` as is. The source cluster id is remembered
-from the first metadata answer; ListMirrors reports it and MIRROR_PID_RESET records it.
+reads, so it is handed to ``ClusterClient`` as is. The source cluster id of each
+connection is kept for MIRROR_PID_RESET, and the first one a mirror ever sees is stored
+in the metadata store (``record_cluster_id``), where ListMirrors reads it and every
+metadata refresh checks the source against it, on any broker.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
@@ -28,10 +30,18 @@ def source_client_id(broker_id: int, mirror: str) -> str:
 
 
 class SourceClusters:
-    def __init__(self, broker_id: int, mirror_configs: Any) -> None:
-        """``mirror_configs()`` returns the current ``{mirror: configs}`` of the cluster."""
+    def __init__(
+        self,
+        broker_id: int,
+        mirror_configs: Any,
+        record_cluster_id: Callable[[str, str], str] | None = None,
+    ) -> None:
+        """``mirror_configs()`` returns the current ``{mirror: configs}`` of the cluster;
+        ``record_cluster_id(mirror, cluster_id)`` (blocking, run in a thread) stores a
+        mirror's first source cluster id and raises KeyError for an unknown mirror."""
         self._broker_id = broker_id
         self._mirror_configs = mirror_configs
+        self._record_cluster_id = record_cluster_id
         self._clients: dict[str, ClusterClient] = {}
         self._bootstraps: dict[str, str] = {}
         self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
@@ -75,6 +85,8 @@ class SourceClusters:
         )
         try:
             await client.start()
+            if client.cluster_id:
+                await self._record(mirror, client.cluster_id)
         except BaseException:
             await client.close()
             raise
@@ -83,6 +95,12 @@ class SourceClusters:
         if client.cluster_id:
             self.cluster_ids[mirror] = client.cluster_id
         return client
+
+    async def _record(self, mirror: str, cluster_id: str) -> None:
+        if self._record_cluster_id is None:
+            return
+        with contextlib.suppress(KeyError):
+            await asyncio.to_thread(self._record_cluster_id, mirror, cluster_id)
 
     async def close(self, mirror: str) -> None:
         client = self._clients.pop(mirror, None)

@@ -7,10 +7,17 @@ from its own stores (the same functions the ReadMirrorStates/WriteMirrorStates h
 call), and sends ReadMirrorStates (100) / WriteMirrorStates (101) for the others.
 
 On the wire "nothing to change" is LME -1 and state UNKNOWN; here it is None.
+
+Writes are coalesced (``KeyedBatcher``): the updates that the partitions' reconcile tasks
+make meanwhile go out as one WriteMirrorStates per coordinator and topic, and land as one
+append per ``__mirror_state`` partition. A failover of a thousand partitions then costs a
+handful of appends per transition instead of a thousand; each writer still returns only
+once its own update is in the log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -18,6 +25,7 @@ from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import raise_for_error
+from mirrorsim.coordinator.batching import KeyedBatcher
 from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
 from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
@@ -44,8 +52,16 @@ class MirrorStateClient:
         self._broker = broker
         self._topic = state_topic
         self._peers: ClusterClient | None = None
+        self._writes: KeyedBatcher[tuple[str, str], Mapping[int, StateUpdate]] = KeyedBatcher(
+            self._write_batch
+        )
+        self._local_writes: KeyedBatcher[tuple[str, str, int], Mapping[int, StateUpdate]] = (
+            KeyedBatcher(self._append_batch)
+        )
 
     async def close(self) -> None:
+        await self._writes.close()
+        await self._local_writes.close()
         if self._peers is not None:
             await self._peers.close()
             self._peers = None
@@ -84,12 +100,22 @@ class MirrorStateClient:
         return found
 
     async def write(self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]) -> None:
-        for node, group in self._by_coordinator(mirror, topic, updates).items():
-            mine = {p: updates[p] for p in group}
-            if node == self._broker.broker_id:
-                self.write_local(mirror, topic, mine)
-            else:
-                await self._write_remote(node, mirror, topic, mine)
+        await self._writes.submit((mirror, topic), updates)
+
+    async def _write_batch(
+        self, key: tuple[str, str], batch: list[Mapping[int, StateUpdate]]
+    ) -> None:
+        mirror, topic = key
+        updates = merged_updates(batch)
+        me = self._broker.broker_id
+        await asyncio.gather(
+            *(
+                self.write_local(mirror, topic, {p: updates[p] for p in group})
+                if node == me
+                else self._write_remote(node, mirror, topic, {p: updates[p] for p in group})
+                for node, group in self._by_coordinator(mirror, topic, updates).items()
+            )
+        )
 
     async def _peer_client(self) -> ClusterClient:
         if self._peers is None:
@@ -170,42 +196,56 @@ class MirrorStateClient:
             )
         return found
 
-    def write_local(self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]) -> None:
+    async def write_local(
+        self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]
+    ) -> None:
         topic_id = self._topic_id(topic)
         by_index: dict[int, dict[int, StateUpdate]] = {}
         for p, update in updates.items():
             by_index.setdefault(self._topic.partition_for(mirror, topic_id, p), {})[p] = update
-        for index, group in by_index.items():
-            store = self._topic.store(index)
-            records = [
-                store.state_record(MirrorPartitionKey(mirror, topic_id, topic, p), u.state)
-                for p, u in group.items()
-                if u.state is not None and u.state is not MirrorPartitionState.UNKNOWN
-            ]
-            epochs = {
-                (topic, p): u.last_mirror_epoch
-                for p, u in group.items()
-                if u.last_mirror_epoch is not None
-            }
-            if epochs:
-                records.append(store.last_mirrored_epochs_record(mirror, epochs))
-            self._topic.append(index, records)
+        await asyncio.gather(
+            *(
+                self._local_writes.submit((mirror, topic, index), group)
+                for index, group in by_index.items()
+            )
+        )
 
-    def delete_mirror_local(self, mirror: str) -> None:
+    async def _append_batch(
+        self, key: tuple[str, str, int], batch: list[Mapping[int, StateUpdate]]
+    ) -> None:
+        mirror, topic, index = key
+        topic_id = self._topic_id(topic)
+        group = merged_updates(batch)
+        store = self._topic.store(index)
+        records = [
+            store.state_record(MirrorPartitionKey(mirror, topic_id, topic, p), u.state)
+            for p, u in group.items()
+            if u.state is not None and u.state is not MirrorPartitionState.UNKNOWN
+        ]
+        epochs = {
+            (topic, p): u.last_mirror_epoch
+            for p, u in group.items()
+            if u.last_mirror_epoch is not None
+        }
+        if epochs:
+            records.append(store.last_mirrored_epochs_record(mirror, epochs))
+        await self._topic.append(index, records)
+
+    async def delete_mirror_local(self, mirror: str) -> None:
         """Tombstone every record of ``mirror`` in the stores this broker leads."""
         for index, store in self._topic.stores().items():
             tombstones: list[MirrorStateRecord] = store.mirror_tombstones(mirror)
-            self._topic.append(index, tombstones)
+            await self._topic.append(index, tombstones)
 
-    def remove_topics_local(self, mirror: str, topics: set[str]) -> None:
+    async def remove_topics_local(self, mirror: str, topics: set[str]) -> None:
         """Tombstone ``topics`` of ``mirror`` in the stores this broker leads."""
         for index, store in self._topic.stores().items():
-            self._topic.append(index, store.topic_tombstones(mirror, topics))
+            await self._topic.append(index, store.topic_tombstones(mirror, topics))
 
     async def delete_mirror(self, mirror: str, topics: set[str]) -> None:
         """DeleteMirror: tombstones here, and WriteMirrorStates(RemovedTopics) to every
         other broker leading a ``__mirror_state`` partition."""
-        self.delete_mirror_local(mirror)
+        await self.delete_mirror_local(mirror)
         if not self._topic.exists:
             return
         me = self._broker.broker_id
@@ -220,3 +260,19 @@ class MirrorStateClient:
             )
             response = await client.send_to_node(node, spec)
             raise_for_error(response.error_code, response.error_message)
+
+
+def merged_updates(batch: list[Mapping[int, StateUpdate]]) -> dict[int, StateUpdate]:
+    """Updates in submission order folded per partition: a later field replaces an earlier
+    one, as replaying them one by one would leave it."""
+    merged: dict[int, StateUpdate] = {}
+    for updates in batch:
+        for p, u in updates.items():
+            before = merged.get(p, StateUpdate())
+            merged[p] = StateUpdate(
+                state=before.state if u.state is None else u.state,
+                last_mirror_epoch=before.last_mirror_epoch
+                if u.last_mirror_epoch is None
+                else u.last_mirror_epoch,
+            )
+    return merged

@@ -3,8 +3,10 @@
 A broker coordinates the mirror partitions whose key hashes to a ``__mirror_state``
 partition it leads. When it becomes leader it replays that partition's log into a
 ``MirrorStateStore``; when it stops leading it drops the store so it never answers from
-stale memory. Writes append to the log first and apply to memory only after the append
-succeeded, so memory never runs ahead of what the next leader would replay.
+stale memory. Writes append to the log first and apply to memory only once every ISR
+member has the append (the high watermark passed it), so memory never runs ahead of what
+the next leader would replay, even after a controlled shutdown hands the partition to a
+follower.
 
 The topic is created on first use (the first CreateMirror) with
 ``mirror.topic.num.partitions`` partitions and ``mirror.topic.replication.factor``
@@ -116,8 +118,11 @@ class MirrorStateTopic:
     def stores(self) -> dict[int, MirrorStateStore]:
         return dict(self._stores)
 
-    def append(self, index: int, records: list[MirrorStateRecord]) -> None:
-        """Append ``records`` to the partition's log, then apply them to its store."""
+    async def append(self, index: int, records: list[MirrorStateRecord]) -> None:
+        """Append ``records`` to the partition's log, wait until the ISR has them, then
+        apply them to its store. A follower leaves the ISR within
+        ``replica.lag.time.max.ms``, so waiting longer than twice that means trouble at the
+        leader: REQUEST_TIMED_OUT, and the writer retries."""
         if not records:
             return
         store = self.store(index)
@@ -125,6 +130,13 @@ class MirrorStateTopic:
         batch = build_batch(
             [Record(offset, now, r.key, r.value) for offset, r in enumerate(records)]
         )
-        self._broker.replica_manager.append_internal(MIRROR_STATE_TOPIC, index, [batch])
+        manager = self._broker.replica_manager
+        appended = manager.append_internal(MIRROR_STATE_TOPIC, index, [batch])
+        await manager.wait_for_isr(
+            MIRROR_STATE_TOPIC,
+            index,
+            appended.last_offset,
+            2 * int(self._broker.config("replica.lag.time.max.ms")),
+        )
         for record in records:
             store.apply(record)

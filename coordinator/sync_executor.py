@@ -39,8 +39,9 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
-from mirrorsim.broker.config import MIRROR_NAME, TOPIC_CONFIGS
+from mirrorsim.broker.config import MIRROR_NAME, MIRROR_STOP_REASON, TOPIC_CONFIGS
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
+from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicExistsError
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client.admin import Admin
@@ -86,7 +87,6 @@ FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
 FIRST_BATCHED_OFFSET_FETCH = 8
 GROUPS_PER_OFFSET_FETCH = 200
-CONCURRENT_COMMITS = 32
 ZERO_UUID = uuid.UUID(int=0)
 INACTIVE_GROUP_STATES = frozenset({"", "empty", "dead"})
 _STATUS_FOR_INTENT = {
@@ -129,12 +129,16 @@ class SyncCycleReport:
 
 
 def mirror_topics_of(mirror: str, topics: Mapping[str, Any]) -> list[MirrorTopic]:
-    """The destination topics whose ``mirror.name`` names ``mirror``, with their status."""
+    """The destination topics whose ``mirror.name`` names ``mirror``, with their status;
+    a topic the mirror stopped itself (``mirror.stop.reason``) is STOPPED."""
     found = []
     for name, record in topics.items():
         parsed = parse_mirror_name(record.configs.get(MIRROR_NAME))
         if parsed.mirror == mirror:
-            found.append(MirrorTopic(name, _STATUS_FOR_INTENT[parsed.intent]))
+            status = _STATUS_FOR_INTENT[parsed.intent]
+            if record.configs.get(MIRROR_STOP_REASON):
+                status = MirrorTopicStatus.STOPPED
+            found.append(MirrorTopic(name, status))
     return found
 
 
@@ -164,22 +168,25 @@ def exact_filter(binding: AclBinding) -> AclFilter:
 
 
 class MirrorSyncExecutor:
-    """Runs cycles against one destination broker; stateless across mirrors except for the
-    source cluster id recorded per mirror."""
+    """Runs cycles against one destination broker. What a mirror's sync must remember (its
+    source cluster id, the topics it stopped) is in the metadata store, so any broker that
+    becomes the mirror's coordinator carries on from it."""
 
     def __init__(
         self,
         broker: Any,
         *,
         destination_admin: Callable[[], Awaitable[Admin]],
+        destination_committers: Callable[[], Awaitable[list[ClusterClient]]],
         stopper: MirrorTopicStopper,
         record_error: Callable[[SyncError], None],
     ) -> None:
         self._broker = broker
         self._destination_admin = destination_admin
+        self._destination_committers = destination_committers
         self._stopper = stopper
         self._record_error = record_error
-        self.source_cluster_ids: dict[str, str] = {}
+        self._source_clusters = MirrorSourceClusters(broker.store)
 
     async def run_cycle(
         self, mirror: str, mirror_config: Mapping[str, str], source: Admin
@@ -189,7 +196,7 @@ class MirrorSyncExecutor:
         mirror_topics = mirror_topics_of(mirror, self._broker.snapshot.topics)
         synced = [t.name for t in mirror_topics if t.status is MirrorTopicStatus.MIRRORING]
         metadata = await source.cluster.retrying(lambda: source.cluster.refresh_metadata(synced))
-        if not self._check_cluster_id(report, metadata.cluster_id):
+        if not await self._check_cluster_id(report, metadata.cluster_id):
             return report
         await self._stage(
             report,
@@ -204,18 +211,20 @@ class MirrorSyncExecutor:
         await self._stage(report, SyncError.ACL, self._sync_acls(report, source, filters))
         return report
 
-    def forget(self, mirror: str) -> None:
-        self.source_cluster_ids.pop(mirror, None)
-
-    def _check_cluster_id(self, report: SyncCycleReport, observed: str | None) -> bool:
+    async def _check_cluster_id(self, report: SyncCycleReport, observed: str | None) -> bool:
+        """Against the id stored for the mirror, so a restart or a coordinator move keeps
+        the guard; the first id seen is stored (the first writer among brokers wins)."""
         mirror = report.mirror
-        expected = self.source_cluster_ids.get(mirror)
+        expected = (await asyncio.to_thread(self._source_clusters.cluster_ids)).get(mirror)
         check = check_source_cluster_id(expected, observed)
+        if check is ClusterIdCheck.FIRST_SEEN and observed is not None:
+            expected = await asyncio.to_thread(self._source_clusters.record, mirror, observed)
+            if expected != observed:
+                check = check_source_cluster_id(expected, observed)
+            else:
+                log.info("mirror %s: source cluster id %s", mirror, observed)
         report.source_cluster_id = observed
         report.cluster_id_check = check
-        if check is ClusterIdCheck.FIRST_SEEN and observed is not None:
-            self.source_cluster_ids[mirror] = observed
-            log.info("mirror %s: source cluster id %s", mirror, observed)
         if check.halts_sync:
             log.error(
                 "mirror %s: source cluster id is %s but the mirror was syncing from %s; "
@@ -408,34 +417,44 @@ class MirrorSyncExecutor:
                 skipped,
             )
         if plan.commits:
-            await self._commit_all(report, destination.cluster, plan.commits)
+            await self._commit_all(report, await self._destination_committers(), plan.commits)
 
     async def _commit_all(
         self,
         report: SyncCycleReport,
-        cluster: ClusterClient,
+        committers: list[ClusterClient],
         commits: Iterable[CommitGroupOffsets],
     ) -> None:
         """OffsetCommit per group straight to its coordinator, found for all groups in one
-        FindCoordinator; up to CONCURRENT_COMMITS in flight."""
+        FindCoordinator; one commit in flight per committer client.
+
+        A broker handles one request of a connection at a time, each OffsetCommit waiting
+        for its offsets to be stored, so commits over one connection cost a store write
+        each, one after the other. Over several connections they reach the coordinator
+        together and it stores them in one transaction (``BatchedOffsetStore``).
+        """
         wanted = list(commits)
-        coordinators = await _find_coordinators(cluster, [c.group_id for c in wanted])
+        coordinators = await _find_coordinators(committers[0], [c.group_id for c in wanted])
         topic_ids = {name: t.topic_id for name, t in self._broker.snapshot.topics.items()}
-        limit = asyncio.Semaphore(CONCURRENT_COMMITS)
+        idle: asyncio.Queue[ClusterClient] = asyncio.Queue()
+        for committer in committers:
+            idle.put_nowait(committer)
 
         async def commit_one(commit: CommitGroupOffsets) -> None:
-            async with limit:
-                try:
-                    await _commit_offsets(cluster, coordinators[commit.group_id], commit, topic_ids)
-                except Exception:
-                    log.exception(
-                        "mirror %s: committing offsets of group %s failed",
-                        report.mirror,
-                        commit.group_id,
-                    )
-                    self._fail(report, SyncError.CONSUMER_GROUP_OFFSET)
-                else:
-                    report.group_commits.append(commit)
+            cluster = await idle.get()
+            try:
+                await _commit_offsets(cluster, coordinators[commit.group_id], commit, topic_ids)
+            except Exception:
+                log.exception(
+                    "mirror %s: committing offsets of group %s failed",
+                    report.mirror,
+                    commit.group_id,
+                )
+                self._fail(report, SyncError.CONSUMER_GROUP_OFFSET)
+            else:
+                report.group_commits.append(commit)
+            finally:
+                idle.put_nowait(cluster)
 
         await asyncio.gather(*(commit_one(commit) for commit in wanted))
         report.group_commits.sort(key=lambda commit: commit.group_id)

@@ -10,7 +10,9 @@ SCENARIO_DIR = Path(__file__).parent / "scenarios"
 
 
 def builtin_paths() -> dict[str, Path]:
-    return {path.stem: path for path in sorted(SCENARIO_DIR.glob("*.yaml"))}
+    """By drill name (a path sort would put ``a-b.yaml`` before ``a.yaml``)."""
+    paths = sorted(SCENARIO_DIR.glob("*.yaml"), key=lambda path: path.stem)
+    return {path.stem: path for path in paths}
 
 
 def builtin_scenarios() -> list[Scenario]:

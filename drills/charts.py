@@ -30,8 +30,9 @@ STATE_COLORS = {
 
 
 def throughput(samples: Sequence[Sample], attribute: str) -> list[float]:
-    """Records per second between consecutive samples (0 for the first)."""
-    rates = [0.0]
+    """Records per second between consecutive samples (0 for the first; none without
+    samples, as when the drill failed before the sampler's first tick)."""
+    rates = [0.0] if samples else []
     for previous, current in itertools.pairwise(samples):
         elapsed = current.time - previous.time
         delta = getattr(current, attribute) - getattr(previous, attribute)

@@ -58,7 +58,7 @@ async def run_drill(
     ctx = DrillContext(work_dir=root)
     ctx.on_event = lambda event: _show(console, event)
     for definition in scenario.clusters:
-        ctx.clusters[definition.name] = DrillCluster(definition, root)
+        ctx.clusters[definition.name] = DrillCluster.create(definition, root)
     sampler = TimelineSampler(ctx)
     ctx.sampler = sampler
     error = None

@@ -13,7 +13,7 @@ typo fails before any cluster starts.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,18 @@ class ScenarioError(ValueError):
     """The scenario file is not a valid drill; the message names the offending part."""
 
 
+CLUSTER_MODES = ("in-process", "processes")
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterDef:
+    """``mode``: brokers in this process (abrupt in-process stops stand in for kills) or
+    one OS process per broker (a kill is SIGKILL)."""
+
     name: str
     brokers: int = 1
     configs: Mapping[str, Any] = field(default_factory=dict)
+    mode: str = "in-process"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,10 +118,24 @@ def parse_scenario(document: Any, *, origin: str = "scenario") -> Scenario:
 def _cluster(origin: str, raw: Any) -> ClusterDef:
     if not isinstance(raw, dict) or "name" not in raw:
         raise ScenarioError(f"{origin}: each cluster needs a name")
-    unknown = set(raw) - {"name", "brokers", "configs"}
+    unknown = set(raw) - {"name", "brokers", "configs", "mode"}
     if unknown:
         raise ScenarioError(f"{origin}: cluster {raw['name']}: unknown key(s) {sorted(unknown)}")
     brokers = raw.get("brokers", 1)
     if not isinstance(brokers, int) or brokers < 1:
         raise ScenarioError(f"{origin}: cluster {raw['name']}: brokers must be >= 1")
-    return ClusterDef(str(raw["name"]), brokers, dict(raw.get("configs") or {}))
+    mode = raw.get("mode", "in-process")
+    if mode not in CLUSTER_MODES:
+        raise ScenarioError(
+            f"{origin}: cluster {raw['name']}: mode must be one of {', '.join(CLUSTER_MODES)}"
+        )
+    return ClusterDef(str(raw["name"]), brokers, dict(raw.get("configs") or {}), mode)
+
+
+def with_cluster_mode(scenario: Scenario, mode: str) -> Scenario:
+    """``scenario`` with every cluster in ``mode``: the same drill against broker
+    processes, where a kill is a real SIGKILL."""
+    if mode not in CLUSTER_MODES:
+        raise ScenarioError(f"mode must be one of {', '.join(CLUSTER_MODES)}")
+    clusters = tuple(replace(c, mode=mode) for c in scenario.clusters)
+    return replace(scenario, clusters=clusters)

@@ -350,7 +350,7 @@ class ConsumerWorkload:
             for tp, messages in batches.items():
                 for message in messages:
                     key = f"{tp.topic}-{tp.partition}"
-                    if self._moved:
+                    if self._moved and cluster == self.switch.cluster:
                         self.resumed_at.setdefault(key, message.offset)
                     self.seen.append(
                         Seen(value_id(message.value), cluster, tp.topic, tp.partition,

@@ -19,10 +19,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import pytest
+from hypothesis import settings
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 
 POLL_INTERVAL_S = 0.01
+
+# Examples that touch real files or sockets take as long as the machine's load makes them;
+# a per-example deadline would measure the machine, not the code.
+settings.register_profile("mirrorsim", deadline=None)
+settings.load_profile("mirrorsim")
 
 
 def free_port() -> int:

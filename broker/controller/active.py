@@ -10,7 +10,10 @@ compare-and-set write fenced by the lease, followed by a metadata refresh of thi
 the other brokers see it at their next refresh.
 
 Controlled shutdown: a stopping broker gives up the lease, unregisters (so it is no
-longer live) and waits until the active controller has moved its leaderships away.
+longer live) and waits until the active controller has moved its leaderships away and
+taken it out of every ISR that has another live member, as KRaft's controlled shutdown
+does. Otherwise a broker stopped right after it would leave both in the ISR, and the
+first of them to come back would be elected cleanly with a log the other may exceed.
 """
 
 from __future__ import annotations
@@ -226,8 +229,9 @@ class ClusterController:
         refresh: Callable[[], Awaitable[ClusterSnapshot]],
         timeout_s: float,
     ) -> bool:
-        """Controlled shutdown: wait until no partition this broker leads has another live
-        ISR member left to take over. Polls the store at the refresh interval."""
+        """Controlled shutdown: wait until no ISR holding this broker has another live
+        member (to lead in its place, or to stay in sync without it). Polls the store at
+        the refresh interval."""
         deadline = time.monotonic() + timeout_s
         interval = int(self._config("metadata.refresh.interval.ms")) / 1000
         while True:
@@ -237,13 +241,13 @@ class ClusterController:
                 (topic.name, p.partition)
                 for topic in snapshot.topics.values()
                 for p in topic.partitions
-                if p.leader == self.broker_id and any(r in live for r in p.isr)
+                if self.broker_id in p.isr and any(r in live for r in p.isr)
             ]
             if not movable:
                 return True
             if time.monotonic() >= deadline:
                 log.warning(
-                    "broker %d: controlled shutdown gave up with %d leaderships left",
+                    "broker %d: controlled shutdown gave up with %d partitions left",
                     self.broker_id,
                     len(movable),
                 )

@@ -27,6 +27,7 @@ from mirrorsim.broker.handlers import (
     txn_end,
     txn_offset_commit,
     txn_write_markers,
+    update_features,
 )
 
 __all__ = [
@@ -56,4 +57,5 @@ __all__ = [
     "txn_end",
     "txn_offset_commit",
     "txn_write_markers",
+    "update_features",
 ]

@@ -16,6 +16,7 @@ from typing import Any
 from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorize, authorized_names
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.coordinator.lifecycle import MirrorLifecycle
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -25,6 +26,7 @@ TopicResults = dict[str, KafkaError | None]
 
 
 @handles(MirrorApiKey.CREATE_MIRROR, min_version=0, max_version=0)
+@requires_mirroring
 async def create_mirror(ctx: RequestContext, body: Any) -> Any:
     try:
         await authorize(ctx, AclOperation.CREATE, ResourceType.CLUSTER_MIRROR, body.mirror_name)
@@ -37,6 +39,7 @@ async def create_mirror(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.LIST_MIRRORS, min_version=0, max_version=0)
+@requires_mirroring
 async def list_mirrors(ctx: RequestContext, body: Any) -> Any:
     listings = await MirrorLifecycle(ctx.broker).list_mirrors()
     visible = await authorized_names(
@@ -62,6 +65,7 @@ async def list_mirrors(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.DELETE_MIRROR, min_version=0, max_version=0)
+@requires_mirroring
 async def delete_mirror(ctx: RequestContext, body: Any) -> Any:
     try:
         await authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER_MIRROR, body.mirror_name)
@@ -72,6 +76,7 @@ async def delete_mirror(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.ADD_TOPICS_TO_MIRROR, min_version=0, max_version=0)
+@requires_mirroring
 async def add_topics_to_mirror(ctx: RequestContext, body: Any) -> Any:
     lifecycle = MirrorLifecycle(ctx.broker)
     ids = {t.topic_name: t.topic_id for t in body.topics}
@@ -83,6 +88,7 @@ async def add_topics_to_mirror(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.REMOVE_TOPICS_FROM_MIRROR, min_version=0, max_version=0)
+@requires_mirroring
 async def remove_topics_from_mirror(ctx: RequestContext, body: Any) -> Any:
     lifecycle = MirrorLifecycle(ctx.broker)
     return await _topic_rpc(
@@ -91,6 +97,7 @@ async def remove_topics_from_mirror(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.PAUSE_MIRROR_TOPICS, min_version=0, max_version=0)
+@requires_mirroring
 async def pause_mirror_topics(ctx: RequestContext, body: Any) -> Any:
     lifecycle = MirrorLifecycle(ctx.broker)
     return await _topic_rpc(
@@ -99,6 +106,7 @@ async def pause_mirror_topics(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.RESUME_MIRROR_TOPICS, min_version=0, max_version=0)
+@requires_mirroring
 async def resume_mirror_topics(ctx: RequestContext, body: Any) -> Any:
     lifecycle = MirrorLifecycle(ctx.broker)
     return await _topic_rpc(

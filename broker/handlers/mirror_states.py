@@ -8,7 +8,8 @@ through the coordinator of each partition, wherever that is. DescribeMirrors (99
 reports the mirror partitions this broker leads (the Admin client asks every broker).
 WriteMirrorStates' RemovedTopics tombstones those topics of the mirror in the partitions
 this broker leads (DeleteMirror sends it to every other coordinator). BumpLeaderEpochs
-(105) needs CLUSTER_ACTION, like Kafka's other broker-to-controller calls.
+(105), ReadMirrorStates and WriteMirrorStates need CLUSTER_ACTION on the cluster, like
+Kafka's other inter-broker calls (the whole request is refused otherwise).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, Resou
 from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
 from mirrorsim.coordinator.state_client import StateUpdate
@@ -32,6 +34,8 @@ NO_EPOCH = -1
 
 @handles(MirrorApiKey.READ_MIRROR_STATES, min_version=0, max_version=0)
 async def read_mirror_states(ctx: RequestContext, body: Any) -> Any:
+    if refused := await _cluster_action_refused(ctx):
+        return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(refused), "topics": []})
     states = ctx.broker.mirrors.states
     topics = []
     for topic in body.topics:
@@ -48,6 +52,19 @@ async def read_mirror_states(ctx: RequestContext, body: Any) -> Any:
     return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
 
 
+async def _cluster_action_refused(ctx: RequestContext) -> KafkaError | None:
+    """The coordinators' calls need CLUSTER_ACTION on the cluster (the spec's ACL table),
+    granted as for follower fetches: the internal clients connect without credentials to
+    the inter-broker listener, whose principal ``super.users`` lists."""
+    if await is_authorized(
+        ctx, AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    ):
+        return None
+    return KafkaError(
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Mirror states need CLUSTER_ACTION on the cluster"
+    )
+
+
 def _read_result(
     index: int, state: MirrorPartitionState, epoch: int, error: KafkaError | None
 ) -> dict[str, Any]:
@@ -61,30 +78,43 @@ def _read_result(
 
 @handles(MirrorApiKey.WRITE_MIRROR_STATES, min_version=0, max_version=0)
 async def write_mirror_states(ctx: RequestContext, body: Any) -> Any:
+    if refused := await _cluster_action_refused(ctx):
+        return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(refused), "topics": []})
     states = ctx.broker.mirrors.states
     topics = []
     for topic in body.topics:
+        indexes = [int(p.partition_index) for p in topic.partitions]
+        # One write per partition, so each gets its own error code; written concurrently,
+        # they share one append per __mirror_state partition.
+        outcomes = await asyncio.gather(
+            *(
+                states.write_local(body.mirror_name, topic.name, {index: _update(p)})
+                for index, p in zip(indexes, topic.partitions, strict=True)
+            ),
+            return_exceptions=True,
+        )
         partitions = []
-        for p in topic.partitions:
-            index = int(p.partition_index)
-            state = MirrorPartitionState(int(p.state))
-            update = StateUpdate(
-                state=None if state is MirrorPartitionState.UNKNOWN else state,
-                last_mirror_epoch=None
-                if int(p.last_mirror_epoch) == NO_EPOCH
-                else int(p.last_mirror_epoch),
-            )
-            try:
-                states.write_local(body.mirror_name, topic.name, {index: update})
-            except KafkaError as exc:
-                code = exc.code
+        for index, outcome in zip(indexes, outcomes, strict=True):
+            if isinstance(outcome, KafkaError):
+                code = outcome.code
+            elif isinstance(outcome, BaseException):
+                raise outcome
             else:
                 code = ErrorCode.NONE
             partitions.append({"partition_index": index, "error_code": code})
         topics.append({"name": topic.name, "partitions": partitions})
     if body.removed_topics:
-        states.remove_topics_local(body.mirror_name, set(body.removed_topics))
+        await states.remove_topics_local(body.mirror_name, set(body.removed_topics))
     return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "topics": topics})
+
+
+def _update(p: Any) -> StateUpdate:
+    state = MirrorPartitionState(int(p.state))
+    epoch = int(p.last_mirror_epoch)
+    return StateUpdate(
+        state=None if state is MirrorPartitionState.UNKNOWN else state,
+        last_mirror_epoch=None if epoch == NO_EPOCH else epoch,
+    )
 
 
 @handles(MirrorApiKey.BUMP_LEADER_EPOCHS, min_version=0, max_version=0)
@@ -148,6 +178,7 @@ async def last_mirrored_epochs(ctx: RequestContext, body: Any) -> Any:
 
 
 @handles(MirrorApiKey.DESCRIBE_MIRRORS, min_version=0, max_version=0)
+@requires_mirroring
 async def describe_mirrors(ctx: RequestContext, body: Any) -> Any:
     broker = ctx.broker
     known = await _mirror_names(broker)

@@ -16,10 +16,14 @@ class CheckpointFormatError(ValueError):
     pass
 
 
-def write_checkpoint(path: Path, entries: list[tuple[int, ...]]) -> None:
+def write_checkpoint(
+    path: Path, entries: list[tuple[int, ...]], *, tmp_suffix: str = ".tmp"
+) -> None:
+    """``tmp_suffix`` (ending in ``.tmp``) lets a writer on another thread stay off the
+    temporary file of the usual writer."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(v) for v in entry) for entry in entries)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(path.name + tmp_suffix)
     with open(tmp, "wb") as f:
         f.write(("\n".join(lines) + "\n").encode())
         f.flush()

@@ -12,6 +12,12 @@ else records where an epoch began. Truncations only change memory and mark the c
 dirty; the owning log writes them with ``flush`` before it advances its recovery point,
 so a stale checkpoint only ever differs at or above the persisted recovery point, which
 is exactly the part ``discard_stale`` checks against the log's batches after a crash.
+
+A failover opens a new epoch in a thousand partitions at once, and a thousand fsyncs one
+after the other on the event loop take seconds. ``prepare_assign`` / ``complete_assign``
+split ``assign`` so the checkpoint writes of many partitions run in parallel on worker
+threads (``PendingAssign.write`` touches only files) while memory changes only on the
+log's owner; the write still precedes the batches that start the epoch.
 """
 
 from __future__ import annotations
@@ -34,11 +40,31 @@ class EpochEntry:
     start_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class PendingAssign:
+    """The checkpoint an ``assign`` would write, written by ``write`` on any thread."""
+
+    path: Path
+    epoch: int
+    start_offset: int
+    before: tuple[EpochEntry, ...]
+    entries: tuple[EpochEntry, ...]
+    writes_before: int
+
+    def write(self) -> None:
+        write_checkpoint(
+            self.path,
+            [(e.epoch, e.start_offset) for e in self.entries],
+            tmp_suffix=".assign.tmp",
+        )
+
+
 class LeaderEpochFileCache:
     def __init__(self, path: Path, entries: list[EpochEntry] | None = None) -> None:
         self._path = path
         self._entries: list[EpochEntry] = list(entries or [])
         self._dirty = False
+        self._writes = 0
 
     @classmethod
     def load(cls, path: Path) -> LeaderEpochFileCache:
@@ -65,18 +91,44 @@ class LeaderEpochFileCache:
         above the new epoch or start offset are dropped first, so the cache stays
         monotonic even when a follower re-learns history after a truncation.
         """
+        entries = self._assigned(epoch, start_offset)
+        if entries is not None:
+            self._entries = entries
+            self._write()
+
+    def _assigned(self, epoch: int, start_offset: int) -> list[EpochEntry] | None:
+        """The entries after ``assign``; None when it changes nothing."""
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid epoch entry ({epoch}, {start_offset})")
-        if self._entries:
-            last = self._entries[-1]
+        entries = list(self._entries)
+        if entries:
+            last = entries[-1]
             if last.epoch == epoch and start_offset >= last.start_offset:
-                return
-        while self._entries and (
-            self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
-        ):
-            self._entries.pop()
-        self._entries.append(EpochEntry(epoch, start_offset))
-        self._write()
+                return None
+        while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
+            entries.pop()
+        entries.append(EpochEntry(epoch, start_offset))
+        return entries
+
+    def prepare_assign(self, epoch: int, start_offset: int) -> PendingAssign | None:
+        """``assign`` minus its write, for ``complete_assign`` after ``write``; None when
+        the assign would change nothing."""
+        entries = self._assigned(epoch, start_offset)
+        if entries is None:
+            return None
+        return PendingAssign(
+            self._path, epoch, start_offset, tuple(self._entries), tuple(entries), self._writes
+        )
+
+    def complete_assign(self, pending: PendingAssign) -> None:
+        """Take the entries ``pending`` wrote. If the cache changed or was written since
+        ``prepare_assign``, the file may not hold them: assign (and write) once more."""
+        if tuple(self._entries) == pending.before and self._writes == pending.writes_before:
+            self._entries = list(pending.entries)
+            self._dirty = False
+            self._writes += 1
+        else:
+            self.assign(pending.epoch, pending.start_offset)
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch ≤ ``epoch``, the offset where it ends), as OffsetForLeaderEpoch.
@@ -161,3 +213,4 @@ class LeaderEpochFileCache:
     def _write(self) -> None:
         write_checkpoint(self._path, [(e.epoch, e.start_offset) for e in self._entries])
         self._dirty = False
+        self._writes += 1

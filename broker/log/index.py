@@ -131,6 +131,11 @@ class OffsetIndex:
             return self.base_offset, 0
         return self._offsets[slot], self._positions[slot]
 
+    def position_below(self, position: int) -> int:
+        """The largest indexed batch position < ``position`` (0, the first batch, if none)."""
+        slot = bisect.bisect_left(self._positions, position) - 1
+        return self._positions[slot] if slot >= 0 else 0
+
     def truncate_to_position(self, position: int) -> None:
         """Drop the entries that point at or beyond ``position`` (the file was cut there)."""
         keep = bisect.bisect_left(self._positions, position)

@@ -74,7 +74,7 @@ from mirrorsim.protocol.records import (
     decode_records,
 )
 from mirrorsim.protocol.records.control import MirrorPidReset, UnknownControlRecord
-from mirrorsim.protocol.records.raw_batch import ATTR_TIMESTAMP_TYPE, CRC_START
+from mirrorsim.protocol.records.raw_batch import ATTR_CONTROL, ATTR_TIMESTAMP_TYPE, CRC_START
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
@@ -344,42 +344,60 @@ class PartitionLog:
             )
 
     def append_as_follower(
-        self, batches: Sequence[RawBatch], *, allow_gaps: bool = False
+        self, batches: Sequence[RawBatch], *, allow_gaps: bool = False, crc_checked: bool = False
     ) -> AppendInfo:
         """Append the leader's batches unchanged (offsets, epochs and bytes).
 
         A batch below the LEO would rewrite history and is refused; a batch above it
         leaves a gap, which only compacted or retention-trimmed sources produce, so it is
-        refused unless ``allow_gaps``.
+        refused unless ``allow_gaps``. ``crc_checked`` says the caller already verified
+        every batch's CRC (the mirror fetcher does, to fail the partition on corruption),
+        so the bytes are not hashed twice.
+
+        This is the replication and mirroring hot path: it looks at each batch's header
+        once, stages producer state only for batches that carry a producer id or are
+        control batches (as recovery does), and touches the epoch cache only where the
+        epoch changes.
         """
         staged = self.producer_state.begin(validate=False)
         items: list[AppendItem] = []
         expected = self.log_end_offset
+        segment_bytes = self.config.segment_bytes
+        epoch_starts: list[tuple[int, int]] = []
+        last_epoch = -1
         for batch in batches:
-            if batch.base_offset < expected or (batch.base_offset > expected and not allow_gaps):
+            base_offset = batch.base_offset
+            if base_offset != expected and (base_offset < expected or not allow_gaps):
                 raise NonContiguousAppendError(
-                    f"batch at offset {batch.base_offset} does not continue the log at {expected}"
+                    f"batch at offset {base_offset} does not continue the log at {expected}"
                 )
-            self._check_fits_segment(batch)
-            if not batch.is_valid():
-                raise CorruptRecordError(f"batch at offset {batch.base_offset} fails its CRC")
-            _stage(staged, batch)
+            size = len(batch.data)
+            if size > segment_bytes:
+                self._check_fits_segment(batch)
+            if not crc_checked and not batch.is_valid():
+                raise CorruptRecordError(f"batch at offset {base_offset} fails its CRC")
+            if batch.producer_id >= 0 or batch.attributes & ATTR_CONTROL:
+                _stage(staged, batch)
+            last_offset = base_offset + batch.last_offset_delta
             items.append(
                 AppendItem(
                     (batch.data,),
-                    batch.size,
-                    batch.base_offset,
-                    batch.last_offset,
+                    size,
+                    base_offset,
+                    last_offset,
                     batch.max_timestamp,
                     batch.records_count,
                 )
             )
-            expected = batch.next_offset
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and epoch != last_epoch:
+                epoch_starts.append((epoch, base_offset))
+                last_epoch = epoch
+            expected = last_offset + 1
         if not items:
             return self._empty_append_info()
-        for batch in batches:
-            if batch.partition_leader_epoch >= 0:
-                self.epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+        for epoch, start_offset in epoch_starts:
+            self.epoch_cache.assign(epoch, start_offset)
         info = self._append(items, staged, log_append_time_ms=-1)
         self._maybe_flush(self._now_ms())
         return info
@@ -392,22 +410,18 @@ class PartitionLog:
         log_append_time_ms: int,
     ) -> AppendInfo:
         first = items[0].base_offset
-        group: list[AppendItem] = []
         max_timestamp, offset_of_max = -1, first
         records = 0
         size = 0
         for item in items:
-            if self._should_roll(item):
-                if group:
-                    self.active_segment.append(group)
-                    group = []
-                self._roll(item.base_offset)
-            group.append(item)
             if item.max_timestamp > max_timestamp:
                 max_timestamp, offset_of_max = item.max_timestamp, item.last_offset
             records += item.records_count
             size += item.size
-        self.active_segment.append(group)
+        if self._fits_active_segment(items, size, max_timestamp):
+            self.active_segment.append(items)
+        else:
+            self._append_rolling(items)
         last_offset = items[-1].last_offset
         self.log_end_offset = last_offset + 1
         self.producer_state.commit(staged, self.log_end_offset)
@@ -430,6 +444,33 @@ class PartitionLog:
             record_count=records,
             size_bytes=size,
         )
+
+    def _fits_active_segment(self, items: list[AppendItem], size: int, max_timestamp: int) -> bool:
+        """Whether no item of the append can roll the active segment, decided once.
+
+        Every roll condition only grows along the append (bytes, offsets, index entries,
+        the newest timestamp), so if the whole append passes them, each batch does.
+        """
+        segment = self.active_segment
+        config = self.config
+        rolling = segment.rolling_timestamp
+        if rolling is None:
+            rolling = items[0].max_timestamp
+        return (
+            segment.can_hold(items[-1].last_offset)
+            and segment.size + size <= config.segment_bytes
+            and max_timestamp - rolling <= config.segment_ms - config.segment_jitter_ms
+            and len(segment.offset_index) + len(items) < segment.offset_index.max_entries
+            and len(segment.time_index) + len(items) < segment.time_index.max_entries
+        )
+
+    def _append_rolling(self, items: list[AppendItem]) -> None:
+        """Batch by batch, so that each roll decision sees the batches before it in the
+        segment (rare: about once per segment)."""
+        for item in items:
+            if self._should_roll(item):
+                self._roll(item.base_offset)
+            self.active_segment.append([item])
 
     def _empty_append_info(self) -> AppendInfo:
         return AppendInfo(
@@ -507,20 +548,21 @@ class PartitionLog:
     ) -> ReadResult:
         if start_offset < self.log_start_offset or start_offset > self.log_end_offset:
             raise OffsetOutOfRangeError(start_offset, self.log_start_offset, self.log_end_offset)
-        records, first = b"", start_offset
+        records, first, next_offset = b"", start_offset, start_offset
         if start_offset < self.log_end_offset and (max_offset is None or start_offset < max_offset):
             for segment in self.segments[self._segment_index(start_offset) :]:
                 found = segment.read(
                     start_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch
                 )
                 if found is not None:
-                    records, first = found
+                    records, first, next_offset = found
                     break
                 if max_offset is not None and segment.next_offset >= max_offset:
                     break
         return ReadResult(
             records,
             first,
+            next_offset,
             self.high_watermark,
             self.last_stable_offset,
             self.log_start_offset,

@@ -32,11 +32,14 @@ class ReadResult:
     """Whole raw batches, back to back, plus the log's offsets at the time of the read.
 
     ``first_offset`` is the base offset of the first batch (it can be below the requested
-    offset: batches are never split), or the requested offset when nothing was read.
+    offset: batches are never split), or the requested offset when nothing was read;
+    ``next_offset`` is the offset after the last batch read (the requested offset when
+    nothing was read), known from the read itself, so callers need not parse the bytes.
     """
 
     records: bytes
     first_offset: int
+    next_offset: int
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int

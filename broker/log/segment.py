@@ -30,6 +30,8 @@ OFFSET_WIDTH = 20
 _SCAN_CHUNK = 1 << 16
 _IOV_MAX = 1024
 _INT32_MAX = 2**31 - 1
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 NO_TIMESTAMP = -1
 
 
@@ -260,20 +262,38 @@ class LogSegment:
     # -- appending -----------------------------------------------------------------------
 
     def append(self, items: Sequence[AppendItem]) -> None:
+        """Write the batches with as few syscalls as the iovec limit allows, then index.
+
+        The index bookkeeping is ``_index_batch`` unrolled over the batches, with the
+        running values kept in locals: it runs once per batch on every append.
+        """
         pieces = [piece for item in items for piece in item.pieces]
-        if len(pieces) <= _IOV_MAX:
-            written = os.writev(self._fd, pieces)
-            if written != sum(item.size for item in items):
-                self._write_remainder(pieces, written)
-        else:
-            for start in range(0, len(pieces), _IOV_MAX):
-                chunk = pieces[start : start + _IOV_MAX]
-                written = os.writev(self._fd, chunk)
-                if written != sum(len(p) for p in chunk):
-                    self._write_remainder(chunk, written)
+        for start in range(0, len(pieces), _IOV_MAX):
+            chunk = pieces[start : start + _IOV_MAX]
+            written = os.writev(self._fd, chunk)
+            if written != sum(len(p) for p in chunk):
+                self._write_remainder(chunk, written)
+        if not items:
+            return
+        if self.rolling_timestamp is None:
+            self.rolling_timestamp = items[0].max_timestamp
+        position = self.size
+        since_entry = self._bytes_since_index_entry
+        interval = self.index_interval_bytes
+        max_timestamp, offset_of_max = self.max_timestamp, self.offset_of_max_timestamp
         for item in items:
-            self._index_batch(self.size, item.size, item.last_offset, item.max_timestamp)
-            self.size += item.size
+            if item.max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = item.max_timestamp, item.last_offset
+            if since_entry > interval:
+                self.offset_index.append(item.last_offset, position)
+                self.time_index.maybe_append(max_timestamp, offset_of_max)
+                since_entry = 0
+            since_entry += item.size
+            position += item.size
+        self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, offset_of_max
+        self.next_offset = items[-1].last_offset + 1
+        self._bytes_since_index_entry = since_entry
+        self.size = position
 
     def _write_remainder(self, chunk: Sequence[bytes | memoryview], written: int) -> None:
         rest = b"".join(bytes(p) for p in chunk)[written:]
@@ -312,13 +332,18 @@ class LogSegment:
         return os.pread(self._fd, size, position)
 
     def headers(
-        self, start_position: int = 0, end_position: int | None = None
+        self,
+        start_position: int = 0,
+        end_position: int | None = None,
+        *,
+        read_size: int = _SCAN_CHUNK,
     ) -> Iterator[BatchHeader]:
-        """Batch headers from ``start_position`` on, reading the file in large chunks."""
+        """Batch headers from ``start_position`` on, reading the file ``read_size`` bytes at a
+        time (large for scans; lookups that stop early ask for less)."""
         end = self.size if end_position is None else end_position
         position = start_position
         while position + HEADER_SIZE <= end:
-            chunk = os.pread(self._fd, min(_SCAN_CHUNK, end - position), position)
+            chunk = os.pread(self._fd, min(read_size, end - position), position)
             at = 0
             while at + HEADER_SIZE <= len(chunk):
                 header = parse_header(chunk, at, position + at)
@@ -335,25 +360,44 @@ class LogSegment:
     def translate_offset(self, offset: int) -> BatchHeader | None:
         """The first batch whose last offset is ≥ ``offset``."""
         _, position = self.offset_index.lookup(offset)
-        for header in self.headers(position):
+        read_size = self.index_interval_bytes + HEADER_SIZE
+        for header in self.headers(position, read_size=read_size):
             if header.last_offset >= offset:
                 return header
         return None
 
     def read(
         self, start_offset: int, max_bytes: int, *, max_offset: int | None, min_one_batch: bool
-    ) -> tuple[bytes, int] | None:
-        """Whole batches from the batch holding ``start_offset``: (bytes, its base offset)."""
+    ) -> tuple[bytes, int, int] | None:
+        """Whole batches from the batch holding ``start_offset``: (bytes, their base offset,
+        the offset after the last of them).
+
+        The end is found without walking every header of the read: the segment's end is a
+        batch boundary, ``max_offset`` is cut at the batch the offset index leads to, and a
+        byte limit inside the segment is walked back only from the nearest index entry.
+        """
         first = self.translate_offset(start_offset)
         if first is None or (max_offset is not None and first.last_offset >= max_offset):
             return None
         if first.size > max_bytes:
             if not min_one_batch:
                 return None
-            return self.read_at(first.position, first.size), first.base_offset
-        data = self.read_at(first.position, min(max_bytes, self.size - first.position))
-        end = _whole_batches_end(data, max_offset)
-        return data[:end], first.base_offset
+            return self.read_at(first.position, first.size), first.base_offset, first.next_offset
+        limit = min(first.position + max_bytes, self.size)
+        if max_offset is not None and self.next_offset > max_offset:
+            stop = self.translate_offset(max_offset)
+            if stop is not None:
+                limit = min(limit, stop.position)
+        if limit == self.size:
+            data = self.read_at(first.position, limit - first.position)
+            return data, first.base_offset, self.next_offset
+        data = self.read_at(first.position, limit - first.position)
+        walk_from = limit
+        while True:
+            walk_from = max(self.offset_index.position_below(walk_from), first.position)
+            end, next_offset = _whole_batches_end(data, walk_from - first.position)
+            if next_offset is not None:
+                return data[:end], first.base_offset, next_offset
 
     # -- truncation, flushing, lifecycle ---------------------------------------------------
 
@@ -438,16 +482,18 @@ class LogSegment:
         return cleaned
 
 
-def _whole_batches_end(data: bytes, max_offset: int | None) -> int:
-    """Length of the prefix of ``data`` made of whole batches ending below ``max_offset``."""
-    end = 0
+def _whole_batches_end(data: bytes, start: int) -> tuple[int, int | None]:
+    """(length of the prefix of ``data`` made of whole batches, the offset after them),
+    walking from ``start``, a batch boundary; None when no whole batch follows ``start``.
+
+    Walking from the first batch always succeeds: it is whole by construction.
+    """
+    end, next_offset = start, None
     while end + HEADER_SIZE <= len(data):
-        base_offset, length = struct.unpack_from(">qi", data, end)
-        last_offset_delta = struct.unpack_from(">i", data, end + 23)[0]
+        base_offset, length = _OFFSET_AND_LENGTH.unpack_from(data, end)
         size = length + LOG_OVERHEAD
         if end + size > len(data):
             break
-        if max_offset is not None and base_offset + last_offset_delta >= max_offset:
-            break
+        next_offset = base_offset + _LAST_OFFSET_DELTA.unpack_from(data, end + 23)[0] + 1
         end += size
-    return end
+    return end, next_offset

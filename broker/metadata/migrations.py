@@ -41,10 +41,20 @@ def _add_security_tables(conn: Connection) -> None:
         table.create(conn, checkfirst=True)
 
 
+def _add_mirror_source_clusters(conn: Connection) -> None:
+    schema.mirror_source_clusters.create(conn, checkfirst=True)
+
+
+def _add_finalized_features(conn: Connection) -> None:
+    schema.finalized_features.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
     _add_security_tables,
+    _add_mirror_source_clusters,
+    _add_finalized_features,
 ]
 
 

@@ -158,3 +158,19 @@ broker_listeners = Table(
     Column("host", String(255), nullable=False),
     Column("port", Integer, nullable=False),
 )
+
+mirror_source_clusters = Table(
+    "mirror_source_clusters",
+    metadata,
+    Column("mirror", String(255), ForeignKey("mirrors.name", ondelete="CASCADE"), primary_key=True),
+    Column("cluster_id", String(64), nullable=False),
+    Column("recorded_at", BigInteger, nullable=False),
+)
+
+finalized_features = Table(
+    "finalized_features",
+    metadata,
+    Column("name", String(255), primary_key=True),
+    Column("level", Integer, nullable=False),
+    Column("epoch", BigInteger, nullable=False),
+)

@@ -17,7 +17,17 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, create_engine, delete, event, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    select,
+    update,
+)
 from sqlalchemy.engine import make_url
 
 from mirrorsim.broker.auth.acl import (
@@ -29,6 +39,7 @@ from mirrorsim.broker.auth.acl import (
     ResourceType,
 )
 from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.ids import new_cluster_id
 from mirrorsim.broker.metadata.migrations import migrate, serialize_writers
 from mirrorsim.broker.metadata.models import (
@@ -205,6 +216,43 @@ class MetadataStore:
                 )
             )
 
+    def raise_leader_epochs(self, topic: str, minimums: Mapping[int, int]) -> list[int]:
+        """Leader epoch of each partition ≥ its minimum, in one transaction; the partitions
+        whose epoch moved.
+
+        Each row is raised with a conditional update, so a concurrent election that
+        already went higher is kept and nothing else in the row is touched: a failover
+        of many partitions is one write, not one compare-and-set per partition.
+        """
+        with self._tx() as conn:
+            rows = conn.execute(
+                select(schema.partitions.c.partition, schema.partitions.c.leader_epoch).where(
+                    and_(
+                        schema.partitions.c.topic == topic,
+                        schema.partitions.c.partition.in_(list(minimums)),
+                    )
+                )
+            ).all()
+            current = {row.partition: row.leader_epoch for row in rows}
+            missing = sorted(set(minimums) - set(current))
+            if missing:
+                raise UnknownTopicError(f"{topic} partitions {missing}")
+            raised = sorted(p for p, minimum in minimums.items() if current[p] < minimum)
+            if raised:
+                conn.execute(
+                    update(schema.partitions)
+                    .where(
+                        and_(
+                            schema.partitions.c.topic == topic,
+                            schema.partitions.c.partition == bindparam("p"),
+                            schema.partitions.c.leader_epoch < bindparam("minimum"),
+                        )
+                    )
+                    .values(leader_epoch=bindparam("minimum")),
+                    [{"p": p, "minimum": minimums[p]} for p in raised],
+                )
+            return raised
+
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides wholesale (callers compute the new map)."""
         with self._tx() as conn:
@@ -294,11 +342,13 @@ class MetadataStore:
             dynamic: dict[str, dict[str, str]] = {}
             for row in conn.execute(select(schema.broker_configs)):
                 dynamic.setdefault(row.broker, {})[row.name] = row.value
+            features = self._load_finalized_features(conn)
         return ClusterSnapshot(
             brokers=brokers,
             topics=topics,
             dynamic_default_configs=dynamic.pop(CLUSTER_DEFAULT, {}),
             dynamic_broker_configs={int(k): v for k, v in dynamic.items()},
+            finalized_features=features,
         )
 
     def set_broker_configs(self, broker: str, configs: Mapping[str, str]) -> None:
@@ -311,6 +361,41 @@ class MetadataStore:
                     schema.broker_configs.insert(),
                     [{"broker": broker, "name": k, "value": v} for k, v in configs.items()],
                 )
+
+    # finalized features
+
+    def finalized_features(self) -> FinalizedFeatures:
+        with self._tx() as conn:
+            return self._load_finalized_features(conn)
+
+    def alter_feature_levels(
+        self, change: Callable[[FinalizedFeatures], Mapping[str, int]]
+    ) -> FinalizedFeatures:
+        """Store the levels ``change(current)`` returns under the next epoch, in one
+        transaction: two concurrent updates cannot both validate against the same levels.
+        An exception from ``change`` leaves the store untouched."""
+        table = schema.finalized_features
+        with self._tx() as conn:
+            serialize_writers(conn)
+            current = self._load_finalized_features(conn)
+            levels = change(current)
+            if not levels:
+                return current
+            epoch = current.epoch + 1
+            conn.execute(delete(table).where(table.c.name.in_(list(levels))))
+            conn.execute(
+                table.insert(),
+                [{"name": name, "level": level, "epoch": epoch} for name, level in levels.items()],
+            )
+            return self._load_finalized_features(conn)
+
+    @staticmethod
+    def _load_finalized_features(conn: Connection) -> FinalizedFeatures:
+        rows = conn.execute(select(schema.finalized_features)).all()
+        return FinalizedFeatures(
+            stored={row.name: int(row.level) for row in rows},
+            epoch=max((int(row.epoch) for row in rows), default=0),
+        )
 
     # ACLs
 

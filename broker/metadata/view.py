@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mirrorsim.broker.config import BrokerConfigLayers, topic_configs_with_broker_defaults
+from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.models import BrokerRegistration, TopicRecord
 from mirrorsim.broker.replica.partition_state import PartitionState
 
@@ -21,6 +22,7 @@ class ClusterSnapshot:
     topics: dict[str, TopicRecord] = field(default_factory=dict)
     dynamic_default_configs: dict[str, str] = field(default_factory=dict)
     dynamic_broker_configs: dict[int, dict[str, str]] = field(default_factory=dict)
+    finalized_features: FinalizedFeatures = field(default_factory=FinalizedFeatures)
 
     def live_brokers(self, now_ms: float, session_timeout_ms: int) -> list[BrokerRegistration]:
         """Brokers whose last heartbeat is within the session timeout, by id."""

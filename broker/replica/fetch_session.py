@@ -62,6 +62,7 @@ class PartitionFetch:
     current_leader_epoch: int = -1
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
+    mirror_leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)

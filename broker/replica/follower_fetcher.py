@@ -13,7 +13,9 @@ a few connections and one Fetch carries many partitions. Each round of a fetcher
 - records are appended unchanged (``append_as_follower``) after KAFKA-18723's check that
   no batch carries an epoch newer than the one the request was made in; for a mirror
   partition the batches carry the source cluster's epochs, so the check uses the
-  ``MirrorLeaderEpoch`` the leader reports (Fetch v19) instead.
+  ``MirrorLeaderEpoch`` (Fetch v19) instead: the request names the latest epoch of the
+  leader's log the follower knows, the leader fences it as it fences CurrentLeaderEpoch,
+  and the follower adopts the one a fencing error or a response reports.
 - the follower's high watermark follows the leader's (capped at its own log end).
 - fencing and not-leader errors park the partition until the metadata names a new leader
   (``replica.fetch.backoff.ms``); the whole fetcher backs off when the leader is down.
@@ -303,7 +305,10 @@ class ReplicaFetcher:
         self._delay([k for k in keys if k not in followers], self.manager.config.backoff_ms / 1000)
         if not followers:
             return
-        requested = {key: (p.leader_epoch, p.log_end_offset) for key, p in followers.items()}
+        requested = {
+            key: (p.leader_epoch, p.log_end_offset, self._mirror_epoch_to_send(key, p))
+            for key, p in followers.items()
+        }
         request = build_request(FETCH_KEY, version, self._fetch_fields(followers))
         response = await connection.send(request)
         if int(response.error_code) != ErrorCode.NONE:
@@ -332,7 +337,6 @@ class ReplicaFetcher:
         config = self.manager.config
         topics: dict[str, list[dict[str, Any]]] = {}
         for (topic, index), partition in followers.items():
-            state = self.partitions[(topic, index)]
             latest = partition.log.latest_epoch
             topics.setdefault(topic, []).append(
                 {
@@ -342,9 +346,7 @@ class ReplicaFetcher:
                     "last_fetched_epoch": UNDEFINED_EPOCH if latest is None else latest,
                     "log_start_offset": partition.log_start_offset,
                     "partition_max_bytes": config.fetch_max_bytes,
-                    "mirror_leader_epoch": state.mirror_leader_epoch
-                    if partition.state.configs.get(MIRROR_NAME)
-                    else UNDEFINED_EPOCH,
+                    "mirror_leader_epoch": self._mirror_epoch_to_send((topic, index), partition),
                 }
             )
         replica_id = self.manager.broker_id
@@ -369,6 +371,11 @@ class ReplicaFetcher:
             "rack_id": "",
         }
 
+    def _mirror_epoch_to_send(self, key: PartitionKey, partition: Partition) -> int:
+        if not partition.state.configs.get(MIRROR_NAME):
+            return UNDEFINED_EPOCH
+        return self.partitions[key].mirror_leader_epoch
+
     def _topic_name(self, topic: Any, followers: dict[PartitionKey, Partition]) -> str:
         name = getattr(topic, "topic", None)
         if name:
@@ -379,11 +386,11 @@ class ReplicaFetcher:
         self,
         key: PartitionKey,
         partition: Partition,
-        requested: tuple[int, int],
+        requested: tuple[int, int, int],
         data: Any,
     ) -> None:
         """Handle one partition's answer, unless the partition moved on since the request."""
-        epoch, fetch_offset = requested
+        epoch, fetch_offset, sent_mirror_epoch = requested
         if partition.leader_epoch != epoch or partition.log_end_offset != fetch_offset:
             return
         state = self.partitions[key]
@@ -401,7 +408,7 @@ class ReplicaFetcher:
             mirror_epoch = int(getattr(data, "mirror_leader_epoch", UNDEFINED_EPOCH))
             if partition.state.configs.get(MIRROR_NAME):
                 state.mirror_leader_epoch = mirror_epoch
-                limit = mirror_epoch
+                limit = mirror_epoch if sent_mirror_epoch == UNDEFINED_EPOCH else sent_mirror_epoch
             else:
                 limit = epoch
             replicas.append_follower_records(
@@ -411,6 +418,8 @@ class ReplicaFetcher:
                 int(data.high_watermark),
                 int(data.log_start_offset),
             )
+        elif self._adopt_mirror_epoch(state, code, sent_mirror_epoch, data):
+            return
         elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
             asyncio.get_running_loop().create_task(self._reset_out_of_range(key, partition))
             self._delay([key], self.manager.config.backoff_ms / 1000)
@@ -424,6 +433,21 @@ class ReplicaFetcher:
                 code.name,
             )
             self._delay([key], self.manager.config.backoff_ms / 1000)
+
+    @staticmethod
+    def _adopt_mirror_epoch(
+        state: FollowerState, code: ErrorCode, sent_mirror_epoch: int, data: Any
+    ) -> bool:
+        """A leader that fenced the mirror leader epoch sent names its own; take it and
+        fetch again at once. Fencing on the current leader epoch leaves it unchanged, so
+        that case still waits for the metadata to name the new leader."""
+        if code not in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH):
+            return False
+        answered = int(getattr(data, "mirror_leader_epoch", UNDEFINED_EPOCH))
+        if sent_mirror_epoch == UNDEFINED_EPOCH or answered == sent_mirror_epoch:
+            return False
+        state.mirror_leader_epoch = answered
+        return True
 
     def _truncate_on_divergence(
         self, key: PartitionKey, partition: Partition, leader_epoch: int, leader_end: int

@@ -439,12 +439,14 @@ class ReplicaManager:
         """Append a source cluster's batches unchanged (offsets, epochs, bytes, producers).
 
         The destination leader acts as the source's follower, so this is the follower
-        append; compaction on the source leaves offset gaps, which are kept.
+        append; compaction on the source leaves offset gaps, which are kept. The mirror
+        fetcher verified every batch's CRC before handing it over (a corrupt batch fails
+        the partition there), so the log does not hash the bytes again.
         """
         target = self.partition(topic, partition)
         _restart_at_straddling_batch(target, batches)
         try:
-            info = target.log.append_as_follower(batches, allow_gaps=True)
+            info = target.log.append_as_follower(batches, allow_gaps=True, crc_checked=True)
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         target.maybe_increment_high_watermark()
@@ -464,6 +466,13 @@ class ReplicaManager:
         target.maybe_increment_high_watermark()
         self._purgatory.notify((topic, partition))
         return info
+
+    async def wait_for_isr(
+        self, topic: str, partition: int, last_offset: int, timeout_ms: int
+    ) -> None:
+        """acks=all for an internal append: a write its author acts on must survive a
+        leader change to any ISR member, so the author waits for the high watermark."""
+        await self._wait_for_isr(self.partition(topic, partition), last_offset, timeout_ms)
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """Cut the log at ``offset`` (a straddling batch goes whole); True if anything went."""

@@ -10,7 +10,6 @@ Consumers read up to the high watermark (read_uncommitted) or the last stable of
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -20,15 +19,12 @@ from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.replica.fetch_session import PartitionFetch
 from mirrorsim.broker.replica.partition_state import PartitionState
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
-from mirrorsim.protocol.records.raw_batch import RawBatch, peek_batch_size
+from mirrorsim.protocol.records.raw_batch import RawBatch
 
 NO_EPOCH = -1
 CONSUMER_REPLICA_ID = -1
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
-_BASE_OFFSET = struct.Struct(">q")
-_LAST_OFFSET_DELTA = struct.Struct(">i")
-_LAST_OFFSET_DELTA_AT = 23
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +110,17 @@ class Partition:
         start offset is the log end offset, follower progress from an earlier term is
         forgotten, and ISR members count as caught up now so they are not dropped at once.
         A mirror partition's log carries the source cluster's epochs, which this cluster's
-        leader epoch must not overwrite.
+        leader epoch must not overwrite. A replica dropped from the ISR within a term (a
+        shrink, or the controller fencing a dead broker) must fetch again before it may
+        rejoin: its last fetch proves nothing about a broker that may be gone, and the
+        controller would refuse it (INELIGIBLE_REPLICA) at every fetch of the others.
         """
         changed = (state.leader, state.leader_epoch, state.isr) != (
             self.state.leader,
             self.state.leader_epoch,
             self.state.isr,
         )
+        dropped = set(self.state.isr) - set(state.isr)
         new_term = state.leader_epoch != self.state.leader_epoch or not self.followers
         self.state = state
         if self.is_leader and new_term:
@@ -141,6 +141,8 @@ class Partition:
                 for replica in state.replicas
                 if replica != self.broker_id
             }
+            for replica in dropped & self.followers.keys():
+                self.followers[replica].log_end_offset = -1
         if self.is_leader:
             self.maybe_increment_high_watermark()
         return changed
@@ -158,6 +160,39 @@ class Partition:
                 raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH)
         if require_leader and not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+    @property
+    def mirror_leader_epoch(self) -> int:
+        """The latest epoch in a mirror partition's log (spec "Mirror Leader Epoch"), -1
+        for other partitions: the batches carry the source cluster's epochs, not this
+        cluster's leader epoch, so followers bound what they append by this one instead."""
+        if not self.state.configs.get(MIRROR_NAME):
+            return NO_EPOCH
+        latest = self.log.latest_epoch
+        return NO_EPOCH if latest is None else latest
+
+    def check_mirror_leader_epoch(self, mirror_leader_epoch: int) -> None:
+        """Fence a follower's Fetch v19 ``MirrorLeaderEpoch`` as CurrentLeaderEpoch is
+        fenced: an older one means this log moved on to a newer source epoch since the
+        follower last heard (FENCED_LEADER_EPOCH), a newer one that this log no longer has
+        the epoch the follower saw (UNKNOWN_LEADER_EPOCH: a last-mirrored-epoch cut). The
+        answer carries this log's epoch, which the follower adopts before fetching again,
+        so every batch it appends is checked against the epoch its request named."""
+        if mirror_leader_epoch == NO_EPOCH or not self.state.configs.get(MIRROR_NAME):
+            return
+        latest = self.mirror_leader_epoch
+        if mirror_leader_epoch < latest:
+            raise KafkaError(
+                ErrorCode.FENCED_LEADER_EPOCH,
+                f"Mirror leader epoch {mirror_leader_epoch} is older than {latest} "
+                f"of {self.topic}-{self.index}",
+            )
+        if mirror_leader_epoch > latest:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_LEADER_EPOCH,
+                f"Mirror leader epoch {mirror_leader_epoch} is newer than {latest} "
+                f"of {self.topic}-{self.index}",
+            )
 
     def check_writable(self, required_acks: int) -> None:
         if not self.is_leader:
@@ -315,6 +350,7 @@ class Partition:
         """Kafka's ``Partition.fetchRecords`` for one partition of one Fetch request."""
         is_follower = replica_id >= 0
         self.check_leader_epoch(fetch.current_leader_epoch, require_leader=True)
+        self.check_mirror_leader_epoch(fetch.mirror_leader_epoch)
         if fetch.last_fetched_epoch >= 0 and fetch.fetch_offset > 0:
             diverging = self._diverging_epoch(fetch.last_fetched_epoch, fetch.fetch_offset)
             if diverging is not None:
@@ -344,10 +380,11 @@ class Partition:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from exc
         aborted = None
         if isolation_level == READ_COMMITTED:
-            upper = _next_offset_after(data.records, fetch.fetch_offset)
             aborted = tuple(
                 (txn.producer_id, txn.first_offset)
-                for txn in self.log.collect_aborted_transactions(fetch.fetch_offset, upper)
+                for txn in self.log.collect_aborted_transactions(
+                    fetch.fetch_offset, data.next_offset
+                )
             )
         return PartitionRead(
             records=data.records,
@@ -394,16 +431,3 @@ class Partition:
     def end_offset_for_epoch(self, leader_epoch: int) -> tuple[int, int]:
         """(largest epoch <= ``leader_epoch``, the offset where it ends) on this log."""
         return self.log.end_offset_for_epoch(leader_epoch)
-
-
-def _next_offset_after(records: bytes, default: int) -> int:
-    """The offset after the last whole batch in ``records``, from the batch headers alone."""
-    position, next_offset = 0, default
-    while (size := peek_batch_size(records, position)) is not None:
-        if position + size > len(records):
-            break
-        (base_offset,) = _BASE_OFFSET.unpack_from(records, position)
-        (delta,) = _LAST_OFFSET_DELTA.unpack_from(records, position + _LAST_OFFSET_DELTA_AT)
-        next_offset = base_offset + delta + 1
-        position += size
-    return next_offset

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-from mirrorsim.broker.config import MIRROR_NAME
+from mirrorsim.broker.config import MIRROR_NAME, MIRROR_STOP_REASON
 
 REMOVED_SUFFIX = ".removed"
 
@@ -26,10 +26,12 @@ class PartitionState:
         """A mirror topic refuses client writes until its mirror is removed (spec: STOPPED).
 
         ``mirror.name`` set without the ``.removed`` suffix (``.paused`` included) means the
-        mirror still owns the data.
+        mirror still owns the data, unless the mirror stopped the topic itself
+        (``mirror.stop.reason``: its source topic was deleted).
         """
         mirror = self.configs.get(MIRROR_NAME)
-        return bool(mirror) and not mirror.endswith(REMOVED_SUFFIX)
+        stopped = bool(self.configs.get(MIRROR_STOP_REASON))
+        return bool(mirror) and not mirror.endswith(REMOVED_SUFFIX) and not stopped
 
     def min_insync_replicas(self) -> int:
         return int(self.configs.get("min.insync.replicas", "1"))

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import datetime
 from typing import Any
 
-from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.admin_types import ElectionType, TopicPartition
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import wait_until
-from mirrorsim.protocol.errors import ErrorCode, KafkaError
-
-ELECT_LEADERS_KEY = 43
-ELECTION_TYPES = {"preferred": 0, "unclean": 1}
-ELECTION_ATTEMPT_S = 5.0
+from mirrorsim.protocol.errors import ErrorCode
 
 
 async def start_clusters(ctx: DrillContext, names: list[str] | None = None) -> None:
@@ -24,8 +19,9 @@ async def start_clusters(ctx: DrillContext, names: list[str] | None = None) -> N
 
 
 async def kill_cluster(ctx: DrillContext, cluster: str) -> None:
-    await ctx.cluster(cluster).kill()
-    ctx.mark("cluster killed", cluster)
+    target = ctx.cluster(cluster)
+    await target.kill()
+    ctx.mark("cluster killed", f"{cluster} ({target.kill_kind})")
 
 
 async def restart_cluster(ctx: DrillContext, cluster: str) -> None:
@@ -34,8 +30,9 @@ async def restart_cluster(ctx: DrillContext, cluster: str) -> None:
 
 
 async def kill_broker(ctx: DrillContext, cluster: str, broker: int) -> None:
-    await ctx.cluster(cluster).kill_broker(broker)
-    ctx.mark("broker killed", f"{cluster} broker {broker}")
+    target = ctx.cluster(cluster)
+    await target.kill_broker(broker)
+    ctx.mark("broker killed", f"{cluster} broker {broker} ({target.kill_kind})")
 
 
 async def stop_broker(ctx: DrillContext, cluster: str, broker: int) -> None:
@@ -57,40 +54,31 @@ async def elect_leaders(
     leader: int | None = None,
     timeout: float = 30.0,
 ) -> None:
-    """ElectLeaders (PREFERRED or UNCLEAN) through the wire protocol, then wait until
-    ``leader`` (when given) leads every partition. Each attempt asks the controller to
-    answer within a few seconds, so an attempt made while a restarted replica is not yet
-    registered is retried instead of holding the whole ``timeout``."""
-    wanted = partitions or [0]
-    target = ctx.cluster(cluster)
-    spec = RequestSpec(
-        ELECT_LEADERS_KEY,
-        {
-            "election_type": ELECTION_TYPES[type],
-            "topic_partitions": [{"topic": topic, "partitions": wanted}],
-            "timeout": datetime.timedelta(seconds=min(timeout, ELECTION_ATTEMPT_S)),
-        },
-    )
+    """ElectLeaders (PREFERRED or UNCLEAN) at the active controller, then wait until
+    ``leader`` (when given) leads every partition. The admin re-routes on NOT_CONTROLLER
+    and on an unreachable controller; an attempt that finds no eligible replica yet (a
+    restarted broker not yet live or not yet back in the ISR) is asked again until
+    ``timeout``."""
+    wanted = [TopicPartition(topic, p) for p in partitions or [0]]
+    election = ElectionType[type.upper()]
 
     async def elect() -> bool:
-        async with ClusterClient(target.bootstrap, client_id="mirrorsim-drill") as client:
-            await client.refresh_metadata([topic])
-            response = await client.send_to_controller(spec)
-        if response.error_code not in (ErrorCode.NONE,):
-            raise KafkaError(ErrorCode(response.error_code), "ElectLeaders")
-        codes = [
-            p.error_code for t in response.replica_election_results for p in t.partition_result
-        ]
-        return all(c in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED) for c in codes)
+        async with ctx.cluster(cluster).admin() as admin:
+            results = await admin.elect_leaders(election, wanted)
+        return all(
+            error is None or error.code == ErrorCode.ELECTION_NOT_NEEDED
+            for error in results.values()
+        )
 
-    await wait_until(elect, timeout, f"{type} election of {topic} {wanted} on {cluster}")
+    indexes = [tp.partition for tp in wanted]
+    await wait_until(elect, timeout, f"{type} election of {topic} {indexes} on {cluster}")
     if leader is not None:
         await wait_until(
-            lambda: _leads(ctx, cluster, topic, wanted, leader),
+            lambda: _leads(ctx, cluster, topic, indexes, leader),
             timeout,
-            f"broker {leader} leading {topic} {wanted} on {cluster}",
+            f"broker {leader} leading {topic} {indexes} on {cluster}",
         )
-    ctx.mark("leader election", f"{type} {cluster} {topic} {wanted}")
+    ctx.mark("leader election", f"{type} {cluster} {topic} {indexes}")
 
 
 async def wait_leader(

@@ -26,14 +26,16 @@ from mirrorsim.protocol.records import RawBatch
 class AppendedBytes:
     """Bytes the mirror fetchers of a cluster's running brokers hand to their logs.
 
-    Counted where the fetcher appends (the coordinator's ``append``), because the
-    fetchers do not report ``kafka_server_fetcher_stats_bytes`` yet. Unlike a log size,
-    this also sees a log truncated and copied again byte for byte.
+    Counted where the fetcher appends (the coordinator's ``append``), so that, unlike a
+    log size, it also sees a log truncated and copied again byte for byte. Only brokers
+    in this process can be counted this way (``counted`` says whether there were any).
     """
 
     def __init__(self, cluster: DrillCluster) -> None:
         self.bytes = 0
-        for broker in cluster.runner.brokers:
+        brokers = cluster.in_process_brokers
+        self.counted = bool(brokers)
+        for broker in brokers:
             broker.mirrors.append = self._counting(broker.mirrors.append)
 
     def _counting(self, append: Callable[[str, int, list[RawBatch]], None]) -> Any:
@@ -191,15 +193,13 @@ async def wait_log_end(
     await wait_until(reached, timeout, f"{key} on {cluster} reaching offset {offset}")
 
 
-def _stop_offset(cluster: DrillCluster, topic: str, partition: int) -> int:
+async def _stop_offset(cluster: DrillCluster, topic: str, partition: int) -> int:
     """Base offset of the MIRROR_PID_RESET batch that opened the writable epoch."""
-    log = cluster.partition_log(topic, partition)
-    last = None
-    for batch in log.batches():
-        last = batch
+    log = await cluster.log_view(topic, partition)
+    last = log.batches[-1] if log.batches else None
     if last is not None and last.is_control:
         return last.base_offset
-    return int(log.log_end_offset)
+    return log.log_end_offset
 
 
 async def failover(
@@ -225,7 +225,7 @@ async def failover(
     ctx.mark("mirror stopped", f"{mirror} on {cluster}")
     stops = {}
     for key, p in partitions.items():
-        stops[key] = _stop_offset(destination, p.topic, p.partition)
+        stops[key] = await _stop_offset(destination, p.topic, p.partition)
         ctx.record_in("stop_offsets", key, stops[key])
         ctx.record_in("last_mirrored_epoch", key, p.last_mirror_epoch)
     lost = [
@@ -274,9 +274,15 @@ async def _probe(
     ctx.record("rto_seconds", round(ctx.now() - started, 3))
 
 
-def _fingerprints(cluster: DrillCluster, topic: str, partition: int) -> dict[int, bytes]:
-    log = cluster.partition_log(topic, partition)
-    return {b.base_offset: hashlib.blake2b(b.data, digest_size=16).digest() for b in log.batches()}
+async def _fingerprints(
+    cluster: DrillCluster, topic: str, partition: int
+) -> dict[int, tuple[bytes, int]]:
+    """Per batch base offset: a digest of the batch bytes and their size."""
+    log = await cluster.log_view(topic, partition)
+    return {
+        b.base_offset: (hashlib.blake2b(b.data, digest_size=16).digest(), b.size)
+        for b in log.batches
+    }
 
 
 async def failback(
@@ -289,28 +295,35 @@ async def failback(
     timeout: float = 120.0,
 ) -> None:
     """On ``cluster`` (the old source) create ``mirror`` from ``source`` (the cluster
-    that took over) and add ``topics``; wait until both logs end at the same offset."""
+    that took over) and add ``topics``; wait until both logs end at the same offset.
+
+    Broker processes cannot count their fetchers' appends here; for them the failback
+    bytes are those of the batches the logs hold afterwards that were not there before
+    (a batch cut and copied again with the same bytes is not seen)."""
     old = ctx.cluster(cluster)
     new_source = ctx.cluster(source)
     offsets = await partition_offsets(ctx, cluster, topics)
     before = {}
     for key in offsets:
         topic, _, partition = key.rpartition("-")
-        before[key] = _fingerprints(old, topic, int(partition))
+        before[key] = await _fingerprints(old, topic, int(partition))
     ctx.mark("failback", f"{mirror} on {cluster} from {source}")
     await create_mirror(ctx, cluster, mirror, source, topics, configs)
     await wait_mirror(ctx, cluster, mirror, max_lag=0, timeout=timeout)
     appended = ctx.mirrors[(cluster, mirror)].appended
-    copied = appended.bytes if appended else 0
+    counted = appended is not None and appended.counted
+    copied = appended.bytes if appended is not None and counted else 0
     full = 0
     for key, old_batches in before.items():
         topic, _, partition = key.rpartition("-")
-        full += int(new_source.partition_log(topic, int(partition)).size_in_bytes)
-        after = _fingerprints(old, topic, int(partition))
-        changed = [o for o, digest in sorted(old_batches.items()) if after.get(o) != digest]
+        full += (await new_source.log_view(topic, int(partition))).size_in_bytes
+        after = await _fingerprints(old, topic, int(partition))
+        changed = [o for o, batch in sorted(old_batches.items()) if after.get(o) != batch]
         cut = changed[0] if changed else offsets[key]["log_end"]
         ctx.record_in("failback_truncation", key, cut)
         ctx.record_in("failback_dropped_offsets", key, offsets[key]["log_end"] - cut)
+        if not counted:
+            copied += sum(size for o, (_, size) in after.items() if old_batches.get(o) != after[o])
     ctx.record("failback_bytes", copied)
     ctx.record("full_log_bytes", full)
     ctx.mark("failback converged", f"{copied} of {full} bytes copied")

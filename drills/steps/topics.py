@@ -82,8 +82,8 @@ async def record_offsets(ctx: DrillContext, cluster: str, topics: list[str]) -> 
     the size of the leader's log)."""
     for key, value in (await partition_offsets(ctx, cluster, topics)).items():
         topic, _, partition = key.rpartition("-")
-        log = ctx.cluster(cluster).partition_log(topic, int(partition))
-        ctx.record_in("offsets", cluster, key, {**value, "bytes": int(log.size_in_bytes)})
+        log = await ctx.cluster(cluster).log_view(topic, int(partition))
+        ctx.record_in("offsets", cluster, key, {**value, "bytes": log.size_in_bytes})
 
 
 STEPS = {

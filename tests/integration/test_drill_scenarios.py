@@ -12,11 +12,13 @@ from mirrorsim.cli.main import cli
 from mirrorsim.drills import ScenarioError, parse_scenario, resolve, run_drill
 from mirrorsim.drills.assertions import evaluate, parse_assertion
 from mirrorsim.drills.catalog import builtin_paths
+from mirrorsim.drills.scenario import with_cluster_mode
 
 FAST = ["planned-migration", "first-mirror", "transactional-stop", "groups-beyond-log-end",
         "compaction-tombstone"]
 SLOW = ["disaster-failover", "failback-case-b"]
 UNCLEAN = ["ule-before-detection", "ule-undetectable", "ule-supported"]
+PROCESSES = ["disaster-failover-processes"]
 
 
 def _minimal(**step: object) -> dict[str, object]:
@@ -33,7 +35,19 @@ def test_every_builtin_drill_parses_and_lists() -> None:
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.output.splitlines()]
     assert listed == sorted(builtin_paths())
-    assert set(FAST + SLOW + UNCLEAN + ["retention", "demo"]) == set(listed)
+    assert set(FAST + SLOW + UNCLEAN + PROCESSES + ["retention", "demo"]) == set(listed)
+
+
+def test_a_cluster_runs_in_process_unless_its_mode_says_processes() -> None:
+    document = {**_minimal(start_clusters={}), "clusters": [
+        {"name": "primary", "mode": "processes"}, {"name": "backup"}
+    ]}
+    modes = [c.mode for c in parse_scenario(document).clusters]
+    assert modes == ["processes", "in-process"]
+    switched = with_cluster_mode(resolve("disaster-failover"), "processes")
+    assert {c.mode for c in switched.clusters} == {"processes"}
+    with pytest.raises(ScenarioError, match="mode must be one of"):
+        parse_scenario({**document, "clusters": [{"name": "primary", "mode": "threads"}]})
 
 
 @pytest.mark.parametrize(
@@ -116,12 +130,6 @@ async def test_unclean_election_before_detection_is_cut_on_failback(tmp_path: Pa
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="timing-dependent: ElectLeaders sometimes targets a stale controller for 30 s, and "
-    "the new destination leader sometimes prepares again, which hides the divergence "
-    "(see docs/drills.md); passes when the sequence runs as the spec draws it",
-)
 async def test_unclean_election_after_lme_truncation_stays_undetected(tmp_path: Path) -> None:
     results = (await _run("ule-undetectable", tmp_path))["results"]
     assert results["values"]["primary"]["orders"][5:8] == ["u5", "u6", "u7"]
@@ -130,14 +138,23 @@ async def test_unclean_election_after_lme_truncation_stays_undetected(tmp_path: 
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="timing-dependent: passes alone (about 100 s) but has hung past the 300 s test "
-    "timeout under a loaded full run; see docs/drills.md",
-)
 async def test_unclean_election_support_fails_then_converges(tmp_path: Path) -> None:
     report = await _run("ule-supported", tmp_path)
     results = report["results"]
     assert results["values"]["primary"] == results["values"]["backup"]
     assert results["verification"]["converged"] is True
     assert "topics removed" in {e["kind"] for e in report["events"]}
+
+
+@pytest.mark.slow
+async def test_disaster_failover_kills_broker_processes_with_sigkill(tmp_path: Path) -> None:
+    report = await _run("disaster-failover-processes", tmp_path)
+    kills = [e["detail"] for e in report["events"] if e["kind"] == "cluster killed"]
+    assert kills == ["primary (SIGKILL)"]
+    broker_log = (tmp_path / "data" / "primary" / "broker-1.log").read_text()
+    # two lives, one clean stop: the end of the drill's; the first life ended in SIGKILL
+    assert broker_log.count("broker 1 of cluster") == 2
+    assert broker_log.count("broker 1 stopped") == 1
+    results = report["results"]
+    assert results["records_lost"] == results["rpo_records"]
+    assert 0 < results["failback_bytes"] < results["full_log_bytes"]

@@ -11,9 +11,11 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from test_mirror_helpers import (
     MIRROR,
     broker_of,
+    mirror_state,
     mirrored_up_to,
     partition_log,
     produce,
+    produce_error_code,
 )
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
@@ -263,16 +265,21 @@ async def test_a_replaced_source_cluster_halts_the_sync_of_the_mirror(
         await original.stop()
 
 
-async def test_a_topic_deleted_at_the_source_is_handed_over_to_be_stopped(
+async def test_a_topic_deleted_at_the_source_stops_its_partitions_and_no_other_topic(
     start_cluster: Any, wait_for: Any
 ) -> None:
-    """The partition leaders' coordinator runs STOPPING → STOPPED from the retag; the
-    destination keeps the data instead of following the deletion."""
+    """The destination keeps the data instead of following the deletion; the topic stays
+    in the mirror, STOPPED and writable, until the operator removes it."""
     source = await start_cluster("primary", configs=SOURCE_CONFIGS)
     destination = await start_cluster("backup", configs=DESTINATION_CONFIGS)
     await mirror_topic(source.bootstrap, destination, "orders")
-    await produce(source.bootstrap, "orders", 5, partitions=1)
-    await wait_for(lambda: mirrored_up_to(source, destination, "orders", 0), timeout=20)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic("payments", 1, 1)])).all()
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        (await admin.add_topics_to_mirror(MIRROR, ["payments"])).all()
+    for topic in ("orders", "payments"):
+        await produce(source.bootstrap, topic, 5, partitions=1)
+        await wait_for(lambda t=topic: mirrored_up_to(source, destination, t, 0), timeout=20)
     async with Admin(bootstrap=source.bootstrap) as admin:
         (await admin.delete_topics(["orders"])).all()
 
@@ -281,5 +288,18 @@ async def test_a_topic_deleted_at_the_source_is_handed_over_to_be_stopped(
     assert report.topic_operations == [
         StopMirrorPartitions("orders", StopReason.SOURCE_TOPIC_DELETED)
     ]
-    assert topic_configs(destination, "orders")["mirror.name"] == MIRROR + ".removed"
+    await wait_for(lambda: mirror_state(destination, "orders", 0) == "STOPPED", timeout=20)
+    assert topic_configs(destination, "orders")["mirror.name"] == MIRROR
     assert partition_log(destination, "orders", 0).log_end_offset >= 5
+    assert await produce_error_code(destination.bootstrap, "orders") == 0
+    await produce(source.bootstrap, "payments", 3, partitions=1)
+    await wait_for(lambda: mirrored_up_to(source, destination, "payments", 0), timeout=20)
+    assert mirror_state(destination, "payments", 0) == "MIRRORING"
+    again = await manager_of(destination).refresh_now(MIRROR)
+    assert (again.topic_operations, again.errors) == ([], {})
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        (listing,) = await admin.list_mirrors()
+        assert listing.topic_count == 2
+        (await admin.remove_topics_from_mirror(MIRROR, ["orders"])).all()
+    await broker_of(destination).refresh_metadata()
+    assert mirror_state(destination, "orders", 0) == "STOPPED"
