@@ -1,9 +1,10 @@
 """One TCP (optionally TLS) connection to one broker, with requests pipelined on it.
 
 Theory of operation: ``send`` writes a frame and parks a future under the request's
-correlation id; one reader task splits the incoming byte stream into frames and resolves
-the future whose id the response carries, so any number of requests may be in flight and
-responses may come back in any order. When the socket drops, every parked future fails
+correlation id; the socket's protocol assembles the incoming byte stream into frames
+(large ones are received straight into their frame buffer) and resolves the future whose
+id the response carries, so any number of requests may be in flight and responses may
+come back in any order. When the socket drops, every parked future fails
 with ``KafkaConnectionError`` and the connection is dead for good: the cluster client
 opens a new one. A request that times out is forgotten (its late response is dropped);
 the connection itself stays usable.
@@ -20,7 +21,7 @@ import itertools
 import logging
 import ssl
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,8 +32,8 @@ from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, Unsup
 from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings, new_exchange
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
+    FrameAssembler,
     FrameError,
-    FrameSplitter,
     decode_response,
     encode_request,
 )
@@ -45,7 +46,6 @@ SASL_AUTHENTICATE_KEY = 36
 CLIENT_SOFTWARE_NAME = "mirrorsim"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _CORRELATION = struct.Struct(">i")
-_READ_CHUNK = 256 * 1024
 
 
 @dataclass(slots=True)
@@ -74,8 +74,8 @@ class BrokerConnection:
         self._timeout = request_timeout_ms / 1000
         self._correlation_ids = itertools.count()
         self._pending: dict[int, _Pending] = {}
-        self._writer: asyncio.StreamWriter | None = None
-        self._reader_task: asyncio.Task[None] | None = None
+        self._transport: asyncio.Transport | None = None
+        self._stream: _ResponseStream | None = None
         self._failure: KafkaConnectionError | None = None
         self._api_versions: dict[int, tuple[int, int]] = {}
 
@@ -84,7 +84,7 @@ class BrokerConnection:
 
     @property
     def connected(self) -> bool:
-        return self._writer is not None and self._failure is None
+        return self._transport is not None and self._failure is None
 
     @property
     def api_versions(self) -> Mapping[int, tuple[int, int]]:
@@ -92,16 +92,19 @@ class BrokerConnection:
         return self._api_versions
 
     async def connect(self) -> None:
+        loop = asyncio.get_running_loop()
         try:
-            reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port, ssl=self._ssl_context),
+            self._transport, self._stream = await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: _ResponseStream(self._resolve, self._connection_lost),
+                    self.host,
+                    self.port,
+                    ssl=self._ssl_context,
+                ),
                 self._timeout,
             )
         except (OSError, TimeoutError) as exc:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        self._reader_task = asyncio.create_task(
-            self._read_responses(reader), name=f"reader {self!r}"
-        )
         try:
             await self._negotiate_api_versions()
             if self._sasl is not None:
@@ -112,20 +115,14 @@ class BrokerConnection:
 
     async def close(self) -> None:
         self._fail_pending(KafkaConnectionError(f"connection to {self.host}:{self.port} closed"))
-        if self._reader_task is not None:
-            self._reader_task.cancel()
-            await asyncio.gather(self._reader_task, return_exceptions=True)
-        if self._writer is not None:
-            self._writer.close()
-            try:
-                await self._writer.wait_closed()
-            except (OSError, ssl.SSLError):
-                log.debug("error while closing %r", self, exc_info=True)
+        if self._transport is not None:
+            self._transport.close()
+        await self.wait_closed()
 
     async def wait_closed(self) -> None:
         """Return once the socket is gone (dropped by the broker or closed by us)."""
-        if self._reader_task is not None:
-            await asyncio.gather(self._reader_task, return_exceptions=True)
+        if self._stream is not None:
+            await asyncio.shield(self._stream.lost)
 
     def max_supported(self, api_key: int, versions_we_have: Iterable[int]) -> int | None:
         """The highest of ``versions_we_have`` the broker supports, or None."""
@@ -178,28 +175,20 @@ class BrokerConnection:
     async def _write(self, frame: bytes) -> None:
         if self._failure is not None:
             raise self._failure
-        if self._writer is None:
+        if self._transport is None or self._stream is None:
             raise KafkaConnectionError(f"{self!r} is not connected")
         try:
-            self._writer.write(frame)
-            await self._writer.drain()
+            self._transport.write(frame)
+            await self._stream.drain()
         except (OSError, RuntimeError) as exc:
             failure = KafkaConnectionError(f"write to {self.host}:{self.port} failed: {exc}")
             self._fail_pending(failure)
             raise failure from exc
 
-    async def _read_responses(self, reader: asyncio.StreamReader) -> None:
-        splitter = FrameSplitter()
-        reason = "closed by the broker"
-        try:
-            while data := await reader.read(_READ_CHUNK):
-                for payload in splitter.feed(data):
-                    self._resolve(payload)
-        except (OSError, ssl.SSLError, FrameError) as exc:
-            reason = f"read failed: {exc}"
+    def _connection_lost(self, reason: str) -> None:
         self._fail_pending(KafkaConnectionError(f"connection to {self.host}:{self.port} {reason}"))
 
-    def _resolve(self, payload: bytes) -> None:
+    def _resolve(self, payload: bytes | memoryview) -> None:
         if len(payload) < _CORRELATION.size:
             raise FrameError(f"response of {len(payload)} bytes has no correlation id")
         (correlation_id,) = _CORRELATION.unpack_from(payload, 0)
@@ -271,7 +260,7 @@ class BrokerConnection:
             message = exchange.respond(response.auth_bytes)
 
 
-def _decode(payload: bytes, api_key: int, api_version: int) -> tuple[int, Any]:
+def _decode(payload: bytes | memoryview, api_key: int, api_version: int) -> tuple[int, Any]:
     """Decode a response; a broker that rejects an ApiVersions version answers in v0."""
     try:
         return decode_response(payload, api_key=api_key, api_version=api_version)
@@ -279,3 +268,66 @@ def _decode(payload: bytes, api_key: int, api_version: int) -> tuple[int, Any]:
         if api_key != API_VERSIONS_KEY or api_version == 0:
             raise
         return decode_response(payload, api_key=api_key, api_version=0)
+
+
+class _ResponseStream(asyncio.BufferedProtocol):
+    """The socket side of a connection: responses in, write backpressure out.
+
+    As a buffered protocol it lets the event loop read straight into the buffer the
+    :class:`FrameAssembler` names, so a large response lands in its own frame buffer with
+    no intermediate copies. Writes wait, as ``StreamWriter.drain`` does, while the
+    transport has paused us for a full send buffer.
+    """
+
+    def __init__(
+        self,
+        on_response: Callable[[bytes | memoryview], None],
+        on_lost: Callable[[str], None],
+    ) -> None:
+        self._on_response = on_response
+        self._on_lost = on_lost
+        self._frames = FrameAssembler()
+        self._transport: asyncio.BaseTransport | None = None
+        loop = asyncio.get_running_loop()
+        self.lost: asyncio.Future[None] = loop.create_future()
+        self._writable = loop.create_future()
+        self._writable.set_result(None)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._frames.get_buffer()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        try:
+            for payload in self._frames.buffer_updated(nbytes):
+                self._on_response(payload)
+        except FrameError as exc:
+            self._on_lost(f"read failed: {exc}")
+            assert self._transport is not None
+            self._transport.abort()
+
+    def eof_received(self) -> None:
+        self._on_lost("closed by the broker")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._on_lost("closed by the broker" if exc is None else f"read failed: {exc}")
+        if not self.lost.done():
+            self.lost.set_result(None)
+        if not self._writable.done():
+            self._writable.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writable = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        if not self._writable.done():
+            self._writable.set_result(None)
+
+    async def drain(self) -> None:
+        if self.lost.done():
+            raise ConnectionResetError("connection lost")
+        await asyncio.shield(self._writable)
+        if self.lost.done():
+            raise ConnectionResetError("connection lost")

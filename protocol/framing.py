@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 import struct
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from kio.schema.request_header.v1.header import RequestHeader as RequestHeaderV1
 from kio.schema.request_header.v2.header import RequestHeader as RequestHeaderV2
@@ -33,6 +33,13 @@ from mirrorsim.protocol.schema_reader import tolerant_reader
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
 _KEY_VERSION_CORRELATION = struct.Struct(">hhi")
+BY_REFERENCE_BYTES = 4096
+"""Writes at least this long (record sets) are kept as their own buffer, not copied."""
+RECEIVE_CHUNK = 256 * 1024
+"""Scratch space of a :class:`FrameAssembler`: small frames and size prefixes land here."""
+
+FrameBuffers: TypeAlias = list[bytes | bytearray | memoryview]
+"""One frame as buffers to send in order (``writelines``-style), size prefix first."""
 
 
 class FrameError(ValueError):
@@ -119,14 +126,61 @@ def encode_request(
 
 
 def encode_response(body: Any, *, api_version: int, correlation_id: int) -> bytes:
-    """A complete size-prefixed response frame for ``body``."""
+    """A complete size-prefixed response frame for ``body``, as one ``bytes``."""
+    return b"".join(
+        encode_response_buffers(body, api_version=api_version, correlation_id=correlation_id)
+    )
+
+
+def encode_response_buffers(body: Any, *, api_version: int, correlation_id: int) -> FrameBuffers:
+    """A complete size-prefixed response frame for ``body`` as buffers to send in order.
+
+    A Fetch response is mostly record sets read from segment files: they go out as the
+    very buffers the log returned, so the bytes are never copied into an encoder buffer.
+    The buffers are only read, and only until they are handed to the transport.
+    """
     key = int(body.__api_key__)
     header_cls = _response_header_class(key, body.__flexible__)
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    entity_writer(header_cls)(buf, header_cls(correlation_id=i32(correlation_id)))
-    entity_writer(type(body))(buf, body)
-    return _with_size(buf)
+    chain = _BufferChain()
+    entity_writer(header_cls)(chain, header_cls(correlation_id=i32(correlation_id)))
+    entity_writer(type(body))(chain, body)
+    return chain.frame()
+
+
+class _BufferChain:
+    """A write target for kio's writers that keeps large writes by reference.
+
+    Small writes (lengths, ids, offsets) are gathered into one bytearray per run; a large
+    write closes the run and is appended as is. The first run starts with room for the
+    size prefix, filled in by :meth:`frame`.
+    """
+
+    __slots__ = ("_buffers", "_run")
+
+    def __init__(self) -> None:
+        self._run = bytearray(_SIZE.size)
+        self._buffers: FrameBuffers = []
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        size = len(data)
+        if size < BY_REFERENCE_BYTES:
+            self._run += data
+        else:
+            if self._run:
+                self._buffers.append(self._run)
+                self._run = bytearray()
+            self._buffers.append(data)
+        return size
+
+    def frame(self) -> FrameBuffers:
+        buffers = self._buffers
+        if self._run:
+            buffers.append(self._run)
+            self._run = bytearray()
+        first = buffers[0]
+        assert isinstance(first, bytearray)
+        _SIZE.pack_into(first, 0, sum(map(len, buffers)) - _SIZE.size)
+        return buffers
 
 
 def decode_response(
@@ -201,3 +255,92 @@ class FrameSplitter:
         if source is buffer and position:
             del buffer[:position]
         return frames
+
+
+class FrameAssembler:
+    """Sans-I/O receiver that lets the socket read straight into each large frame's buffer.
+
+    It follows ``asyncio.BufferedProtocol``: :meth:`get_buffer` says where the next bytes
+    go, :meth:`buffer_updated` says how many arrived and returns the completed payloads.
+    Size prefixes and small frames are read into a fixed scratch buffer and copied out
+    once; a frame that cannot fit the scratch is received in place into a frame buffer,
+    so a multi-MiB Fetch response is never copied or re-grown on its way in.
+
+    Payloads are read-only (``bytes``, or a read-only view of the frame buffer), as kio's
+    native readers require. The frame buffer is reused for a later large frame only when
+    no view of it is left, so a caller may keep views of a payload for as long as it
+    likes; reuse keeps the memory the socket writes into warm instead of page-faulting
+    a fresh multi-MiB buffer per response.
+    """
+
+    def __init__(
+        self, max_frame_size: int = 100 * 1024 * 1024, scratch_size: int = RECEIVE_CHUNK
+    ) -> None:
+        self._max = max_frame_size
+        self._scratch = bytearray(scratch_size)
+        self._start = 0
+        self._end = 0
+        self._spare: bytearray | None = None
+        self._frame: memoryview | None = None
+        self._filled = 0
+
+    def get_buffer(self) -> memoryview:
+        """Where the next received bytes must be written (any amount up to its length)."""
+        if self._frame is not None:
+            return self._frame[self._filled :]
+        if self._start:
+            pending = self._end - self._start
+            self._scratch[:pending] = self._scratch[self._start : self._end]
+            self._start, self._end = 0, pending
+        return memoryview(self._scratch)[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> list[bytes | memoryview]:
+        """Payloads completed by ``nbytes`` new bytes written into the last buffer given."""
+        frame = self._frame
+        if frame is None:
+            self._end += nbytes
+            return self._split_scratch()
+        self._filled += nbytes
+        if self._filled < len(frame):
+            return []
+        self._frame = None
+        return [frame.toreadonly()]
+
+    def _split_scratch(self) -> list[bytes | memoryview]:
+        frames: list[bytes | memoryview] = []
+        position, end = self._start, self._end
+        with memoryview(self._scratch) as scratch:
+            while end - position >= _SIZE.size:
+                (size,) = _SIZE.unpack_from(scratch, position)
+                if size < 0 or size > self._max:
+                    raise FrameError(f"frame size {size} outside 0..{self._max}")
+                body = position + _SIZE.size
+                received = end - body
+                if received >= size:
+                    frames.append(bytes(scratch[body : body + size]))
+                    position = body + size
+                    continue
+                if _SIZE.size + size > len(scratch):
+                    frame = self._frame_buffer(size)
+                    frame[:received] = scratch[body:end]
+                    self._frame, self._filled = frame, received
+                    position = end
+                break
+        self._start, self._end = (0, 0) if position == end else (position, end)
+        return frames
+
+    def _frame_buffer(self, size: int) -> memoryview:
+        spare = self._spare
+        if spare is None or len(spare) < size or _has_views(spare):
+            spare = self._spare = bytearray(size)
+        return memoryview(spare)[:size]
+
+
+def _has_views(buffer: bytearray) -> bool:
+    """Whether a view of ``buffer`` is alive: a bytearray with views refuses to resize."""
+    try:
+        buffer.append(0)
+    except BufferError:
+        return True
+    del buffer[-1]
+    return False

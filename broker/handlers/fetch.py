@@ -4,7 +4,8 @@ The session cache (KIP-227) turns the request into the set of partitions to read
 afterwards, into the set of partitions to answer; the replica manager does the reading and
 the waiting. v13+ names topics by id; an id this broker does not know is answered with
 UNKNOWN_TOPIC_ID for that partition. v19 adds the mirror leader epoch (KIP-1279): the
-latest epoch in a mirror partition's log, -1 for other partitions.
+latest epoch in a mirror partition's log, -1 for other partitions. A follower's
+``MirrorLeaderEpoch`` is fenced like its CurrentLeaderEpoch (``Partition.read``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import fetch_denials
-from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import (
@@ -114,6 +114,7 @@ def _requested_partitions(
                     current_leader_epoch=int(getattr(p, "current_leader_epoch", -1)),
                     last_fetched_epoch=int(getattr(p, "last_fetched_epoch", -1)),
                     log_start_offset=int(getattr(p, "log_start_offset", -1)),
+                    mirror_leader_epoch=int(getattr(p, "mirror_leader_epoch", -1)),
                 ),
             )
 
@@ -166,6 +167,8 @@ def _partition_data(
         }
         if outcome.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
             data["current_leader"] = _current_leader(manager, key)
+        if outcome.code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH):
+            data["mirror_leader_epoch"] = _mirror_leader_epoch(manager, key)
         return data
     data = {
         "partition_index": key.partition,
@@ -190,14 +193,12 @@ def _partition_data(
 
 
 def _mirror_leader_epoch(manager: ReplicaManager, key: FetchKey) -> int:
-    """The latest epoch in a mirror partition's log (spec "Mirror Leader Epoch"): its
-    followers check fetched batches against it, since the batches carry the source
-    cluster's epochs rather than this cluster's leader epoch. -1 for other partitions."""
-    partition = manager.partition(key.topic, key.partition)
-    if not partition.state.configs.get(MIRROR_NAME):
+    """Sent with data and with epoch fencing errors: a follower fenced on its mirror
+    leader epoch learns the current one from the error and fetches again at once."""
+    try:
+        return manager.partition(key.topic, key.partition).mirror_leader_epoch
+    except KafkaError:
         return -1
-    latest = partition.log.latest_epoch
-    return -1 if latest is None else latest
 
 
 def _current_leader(manager: ReplicaManager, key: FetchKey) -> dict[str, int]:

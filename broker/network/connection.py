@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 from mirrorsim.broker.network.listener_spec import ListenerSpec
 from mirrorsim.broker.network.session import SecuritySession, principal_from_certificate
-from mirrorsim.protocol.framing import FrameError, FrameSplitter
+from mirrorsim.protocol.framing import FrameBuffers, FrameError, FrameSplitter
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 64 * 1024
 MAX_QUEUED_REQUESTS = 64
 
-Dispatch = Callable[["Connection", bytes], Awaitable[bytes | None]]
+Dispatch = Callable[["Connection", bytes], Awaitable[FrameBuffers | None]]
 
 
 class CloseConnection(Exception):
@@ -135,7 +135,7 @@ class Connection:
             finally:
                 self._busy = False
             if response is not None:
-                self._writer.write(response)
+                self._write(response)
                 try:
                     await self._writer.drain()
                 except (ConnectionError, OSError):
@@ -144,6 +144,16 @@ class Connection:
                 log.info("connection %s closed: %s", self.peer, self.session.close_reason)
                 return
             self._last_activity = time.monotonic()
+
+    def _write(self, buffers: FrameBuffers) -> None:
+        """Hand the response to the transport one buffer at a time, each as a view.
+
+        The selector transport sends what the socket takes at once and copies only the
+        rest; a view keeps that rest from being sliced into a new ``bytes`` first, and
+        separate writes spare the record sets the join that ``writelines`` would do.
+        """
+        for buffer in buffers:
+            self._writer.write(memoryview(buffer))
 
 
 class _Idle(Exception):

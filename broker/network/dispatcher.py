@@ -19,9 +19,10 @@ from mirrorsim.broker.network.connection import CloseConnection, Connection
 from mirrorsim.broker.network.sasl_gate import check_authenticated
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
+    FrameBuffers,
     FrameError,
     decode_request,
-    encode_response,
+    encode_response_buffers,
     peek_header,
 )
 
@@ -32,7 +33,7 @@ class Dispatcher:
     def __init__(self, broker: Any) -> None:
         self._broker = broker
 
-    async def __call__(self, conn: Connection, frame: bytes) -> bytes | None:
+    async def __call__(self, conn: Connection, frame: bytes) -> FrameBuffers | None:
         try:
             api_key, version, correlation_id = peek_header(frame)
         except FrameError as exc:
@@ -41,7 +42,7 @@ class Dispatcher:
         if api_key == API_VERSIONS_KEY and (
             registration is None or version > registration.max_version
         ):
-            return encode_response(
+            return encode_response_buffers(
                 unsupported_version_response(), api_version=0, correlation_id=correlation_id
             )
         if registration is None:
@@ -72,13 +73,15 @@ class Dispatcher:
         encoded = (
             None
             if response is None
-            else encode_response(response, api_version=version, correlation_id=correlation_id)
+            else encode_response_buffers(
+                response, api_version=version, correlation_id=correlation_id
+            )
         )
         self._broker.metrics.requests.observe(
             api_key,
             version,
             request_size=len(frame),
-            response_size=len(encoded or b""),
+            response_size=sum(map(len, encoded or ())),
             seconds=time.perf_counter() - started,
             response=response,
         )
