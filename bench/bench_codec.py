@@ -88,16 +88,20 @@ def make_records(record_size: int) -> list[Record]:
     for i in range(count):
         noise = rng.randbytes(record_size // 2)
         text = (b"event=order-created status=ok " * (record_size // 16))[: record_size - len(noise)]
-        records.append(Record(i, 1_700_000_000_000 + i, b"key-%08d" % i, noise + text,
-                              (("trace", b"%016x" % i),)))
+        records.append(
+            Record(
+                i, 1_700_000_000_000 + i, b"key-%08d" % i, noise + text, (("trace", b"%016x" % i),)
+            )
+        )
     return records
 
 
 def aiokafka_build(records: list[Record], codec: Compression) -> bytes:
     builder = DefaultRecordBatchBuilder(2, int(codec), 0, -1, -1, -1, 1 << 30)
     for record in records:
-        builder.append(record.offset, record.timestamp, record.key, record.value,
-                       list(record.headers))
+        builder.append(
+            record.offset, record.timestamp, record.key, record.value, list(record.headers)
+        )
     return bytes(builder.build())
 
 
@@ -117,21 +121,44 @@ def measure(record_size: int, codec: Compression, *, budget_s: float, repeat: in
     data = batch.data
     assert decode_records(batch) == records
 
-    def timed(operation: str, ours: Callable[[], object], theirs: Callable[[], object],
-              size: int = payload) -> Row:
-        return Row(record_size, codec.name.lower(), operation,
-                   best_time_us(ours, budget_s=budget_s, repeat=repeat),
-                   best_time_us(theirs, budget_s=budget_s, repeat=repeat), size)
+    def timed(
+        operation: str,
+        ours: Callable[[], object],
+        theirs: Callable[[], object],
+        size: int = payload,
+    ) -> Row:
+        return Row(
+            record_size,
+            codec.name.lower(),
+            operation,
+            best_time_us(ours, budget_s=budget_s, repeat=repeat),
+            best_time_us(theirs, budget_s=budget_s, repeat=repeat),
+            size,
+        )
 
     return [
-        timed("header parse", lambda: RawBatch.from_bytes(data),
-              lambda: aiokafka_header(data), size=len(data)),
-        timed("crc check", batch.is_valid,
-              lambda: DefaultRecordBatch(data).validate_crc(), size=len(data)),
-        timed("full decode", lambda: decode_records(RawBatch.from_bytes(data)),
-              lambda: aiokafka_decode(data)),
-        timed("build", lambda: build_batch(records, compression=codec),
-              lambda: aiokafka_build(records, codec)),
+        timed(
+            "header parse",
+            lambda: RawBatch.from_bytes(data),
+            lambda: aiokafka_header(data),
+            size=len(data),
+        ),
+        timed(
+            "crc check",
+            batch.is_valid,
+            lambda: DefaultRecordBatch(data).validate_crc(),
+            size=len(data),
+        ),
+        timed(
+            "full decode",
+            lambda: decode_records(RawBatch.from_bytes(data)),
+            lambda: aiokafka_decode(data),
+        ),
+        timed(
+            "build",
+            lambda: build_batch(records, compression=codec),
+            lambda: aiokafka_build(records, codec),
+        ),
     ]
 
 
@@ -176,9 +203,11 @@ def main(argv: list[str] | None = None) -> None:
             rows.extend(measure(record_size, codec, budget_s=budget_s, repeat=repeat))
     header_us = statistics.median(r.ours_us for r in rows if r.operation == "header parse")
     for row in rows:
-        print(f"{row.record_size:>5} B {row.codec:<6} {row.operation:<13} "
-              f"ours {row.ours_mb_s:9.1f} MB/s ({row.ours_us:9.1f} µs)  "
-              f"aiokafka {row.baseline_mb_s:9.1f} MB/s  ratio {row.speedup:5.2f}")
+        print(
+            f"{row.record_size:>5} B {row.codec:<6} {row.operation:<13} "
+            f"ours {row.ours_mb_s:9.1f} MB/s ({row.ours_us:9.1f} µs)  "
+            f"aiokafka {row.baseline_mb_s:9.1f} MB/s  ratio {row.speedup:5.2f}"
+        )
     print(f"raw header decode {header_us:.2f} µs (target < {HEADER_TARGET_US} µs)")
 
     RESULTS_DIR.mkdir(exist_ok=True)
@@ -188,8 +217,12 @@ def main(argv: list[str] | None = None) -> None:
         "header_decode_us": header_us,
         "header_decode_target_us": HEADER_TARGET_US,
         "rows": [
-            {**asdict(row), "ours_mb_s": row.ours_mb_s, "baseline_mb_s": row.baseline_mb_s,
-             "ratio": row.speedup}
+            {
+                **asdict(row),
+                "ours_mb_s": row.ours_mb_s,
+                "baseline_mb_s": row.baseline_mb_s,
+                "ratio": row.speedup,
+            }
             for row in rows
         ],
     }

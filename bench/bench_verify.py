@@ -174,14 +174,16 @@ def main(argv: list[str] | None = None) -> None:
                 ("spark local[2], first run", cold_seconds),
                 ("spark local[2], second run", warm_seconds),
             ):
-                rows.append({
-                    "level": level,
-                    "runner": name,
-                    "seconds": round(seconds, 3),
-                    "units_per_second": round(units_total / seconds),
-                    "megabytes_per_second": round(size / (1 << 20) / seconds, 1),
-                    "vs_baseline": round(baseline_seconds / seconds, 3),
-                })
+                rows.append(
+                    {
+                        "level": level,
+                        "runner": name,
+                        "seconds": round(seconds, 3),
+                        "units_per_second": round(units_total / seconds),
+                        "megabytes_per_second": round(size / (1 << 20) / seconds, 1),
+                        "vs_baseline": round(baseline_seconds / seconds, 3),
+                    }
+                )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

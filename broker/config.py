@@ -162,6 +162,7 @@ _PARSERS: dict[ConfigType, Callable[[str], Any]] = {
     ConfigType.PASSWORD: str,
 }
 
+
 def _hidden_api_keys_check(value: Any) -> str | None:
     """Entries are ``KEY`` (not advertised) or ``KEY:MAX`` (advertised up to version MAX)."""
     for entry in value:

@@ -22,8 +22,12 @@ DEFAULT_REPORT_DIR = Path("mirrorsim-report")
 
 @click.command()
 @click.option(
-    "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
-    default=DEFAULT_REPORT_DIR, show_default=True, help="Where the report is written.",
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=DEFAULT_REPORT_DIR,
+    show_default=True,
+    help="Where the report is written.",
 )
 def demo(report_dir: Path) -> None:
     """Mirror, fail over, fail back and verify two in-process clusters."""

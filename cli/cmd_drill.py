@@ -30,7 +30,9 @@ def list_drills() -> None:
 @drill.command("run")
 @click.argument("name_or_file")
 @click.option(
-    "--report", "report_dir", type=click.Path(file_okay=False, path_type=Path),
+    "--report",
+    "report_dir",
+    type=click.Path(file_okay=False, path_type=Path),
     help="Write report.md, report.json and timeline.png here.",
 )
 def run(name_or_file: str, report_dir: Path | None) -> None:

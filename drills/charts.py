@@ -71,8 +71,14 @@ def timeline_chart(
     for event in events:
         if event.kind in MARKED:
             lag_ax.annotate(
-                event.kind, (event.time, 1.0), xycoords=("data", "axes fraction"),
-                rotation=90, va="top", ha="right", fontsize="small", color=MARKED[event.kind],
+                event.kind,
+                (event.time, 1.0),
+                xycoords=("data", "axes fraction"),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize="small",
+                color=MARKED[event.kind],
             )
     figure.suptitle(title)
     figure.tight_layout()

@@ -86,8 +86,15 @@ def markdown(result: DrillResult, events: Sequence[Event]) -> str:
     for key in ("stop_offsets", "last_mirrored_epoch", "failback_truncation"):
         for tp, value in sorted(results.get(key, {}).items()):
             lines.append(f"| {key.replace('_', ' ')} `{tp}` | {value} |")
-    lines += ["", "![timeline](timeline.png)", "", "## Checks", "", "| check | result |",
-              "|---|---|"]
+    lines += [
+        "",
+        "![timeline](timeline.png)",
+        "",
+        "## Checks",
+        "",
+        "| check | result |",
+        "|---|---|",
+    ]
     for outcome in result.outcomes:
         found = "" if outcome.passed else f" (left: {outcome.left!r}, right: {outcome.right!r})"
         lines.append(f"| `{outcome.text}` | {'pass' if outcome.passed else 'FAIL'}{found} |")

@@ -76,7 +76,13 @@ def parse_scenario(document: Any, *, origin: str = "scenario") -> Scenario:
     if not isinstance(document, dict):
         raise ScenarioError(f"{origin}: a scenario is a mapping")
     unknown = set(document) - {
-        "name", "description", "clusters", "steps", "assert", "notes", "slow"
+        "name",
+        "description",
+        "clusters",
+        "steps",
+        "assert",
+        "notes",
+        "slow",
     }
     if unknown:
         raise ScenarioError(f"{origin}: unknown key(s) {', '.join(sorted(unknown))}")

@@ -229,8 +229,15 @@ class ProducerWorkload:
                 continue
             meta = future.result()
             self.ctx.acks.append(
-                Ack(self.spec.name, f"{self.spec.name}-{seq}", cluster, topic,
-                    meta.partition, meta.offset, now)
+                Ack(
+                    self.spec.name,
+                    f"{self.spec.name}-{seq}",
+                    cluster,
+                    topic,
+                    meta.partition,
+                    meta.offset,
+                    now,
+                )
             )
             self.acked += 1
         if self.moved_at is not None and self.first_ack_after_move is None:
@@ -353,8 +360,14 @@ class ConsumerWorkload:
                     if self._moved and cluster == self.switch.cluster:
                         self.resumed_at.setdefault(key, message.offset)
                     self.seen.append(
-                        Seen(value_id(message.value), cluster, tp.topic, tp.partition,
-                             message.offset, now)
+                        Seen(
+                            value_id(message.value),
+                            cluster,
+                            tp.topic,
+                            tp.partition,
+                            message.offset,
+                            now,
+                        )
                     )
             self.positions = {
                 f"{tp.topic}-{tp.partition}": await consumer.position(tp)

@@ -6,4 +6,5 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh "dev,spark"
 bash scripts/system-deps.sh
 .venv/bin/ruff check .
+.venv/bin/ruff format --check . >/dev/null
 exec .venv/bin/python -m pytest "$@"

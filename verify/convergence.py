@@ -168,9 +168,7 @@ def compare_logs(
 
 def divergences(comparison: DataFrame) -> DataFrame:
     """The rows of ``compare_logs`` where the sides disagree, in log order."""
-    return comparison.where(F.col("classification").isNotNull()).orderBy(
-        *PARTITION_KEY, "offset"
-    )
+    return comparison.where(F.col("classification").isNotNull()).orderBy(*PARTITION_KEY, "offset")
 
 
 def partition_summary(comparison: DataFrame) -> DataFrame:
@@ -191,9 +189,7 @@ def partition_summary(comparison: DataFrame) -> DataFrame:
         _count_where(unexpected).alias("unexpected_divergences"),
         first.alias("first_unexpected"),
     )
-    destination_end = F.coalesce(
-        "destination_log_end_offset", "source_log_start_offset", F.lit(0)
-    )
+    destination_end = F.coalesce("destination_log_end_offset", "source_log_start_offset", F.lit(0))
     lag = F.coalesce("source_log_end_offset", F.lit(0)) - destination_end
     return (
         summary.withColumn("lag", lag)
@@ -340,9 +336,7 @@ def _describe_columns(unit: LogUnit) -> tuple[str, ...]:
     return ("base_offset", "last_offset", "leader_epoch") if unit is BATCH else ("offset",)
 
 
-def _committed_targets(
-    offsets: DataFrame, log: DataFrame, unit: LogUnit, prefix: str
-) -> DataFrame:
+def _committed_targets(offsets: DataFrame, log: DataFrame, unit: LogUnit, prefix: str) -> DataFrame:
     """Each committed offset with the content of the unit it points at (null: log end)."""
     commits = offsets.select("group", *PARTITION_KEY, "committed_offset").alias("c")
     units = log.alias("u")

@@ -79,8 +79,10 @@ def verify_logs(
         partitions = [row.asDict() for row in partition_summary(comparison).collect()]
         on_step("listing divergences")
         listed = divergences(comparison).drop(
-            "src_log_start_offset", "src_log_end_offset",
-            "dst_log_start_offset", "dst_log_end_offset",
+            "src_log_start_offset",
+            "src_log_end_offset",
+            "dst_log_start_offset",
+            "dst_log_end_offset",
         )
         found = [row.asDict() for row in listed.limit(max_listed).collect()]
     finally:

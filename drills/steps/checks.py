@@ -51,9 +51,7 @@ async def read_all(
         await consumer.stop()
 
 
-async def audit(
-    ctx: DrillContext, cluster: str, topics: list[str], timeout: float = 60.0
-) -> None:
+async def audit(ctx: DrillContext, cluster: str, topics: list[str], timeout: float = 60.0) -> None:
     """Compare the ledger with what ``cluster`` holds now. Results: ``records_acked``
     (distinct acknowledged records of these topics), ``records_present``,
     ``records_lost`` and ``lost_sample``."""

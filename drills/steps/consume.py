@@ -85,17 +85,13 @@ async def wait_consumer_ready(ctx: DrillContext, name: str, timeout: float = 60.
     """Wait until the member has partitions and a position in each (after any offset
     reset); results ``positions.<name>.<topic-partition>``."""
     consumer = ctx.consumers[name]
-    positions = await wait_until(
-        lambda: consumer.positions, timeout, f"consumer {name} positioned"
-    )
+    positions = await wait_until(lambda: consumer.positions, timeout, f"consumer {name} positioned")
     for key, offset in positions.items():
         ctx.record_in("positions", name, key, offset)
     ctx.mark("consumer ready", f"{name}: {positions}")
 
 
-async def committed_offsets(
-    ctx: DrillContext, cluster: str, group: str
-) -> dict[str, int]:
+async def committed_offsets(ctx: DrillContext, cluster: str, group: str) -> dict[str, int]:
     async with ctx.cluster(cluster).admin() as admin:
         found = await admin.list_consumer_group_offsets(group)
     return {f"{tp.topic}-{tp.partition}": meta.offset for tp, meta in found.items()}

@@ -95,7 +95,10 @@ async def add_topics(
 
 
 async def pause(
-    ctx: DrillContext, cluster: str, mirror: str, topics: list[str] | None = None,
+    ctx: DrillContext,
+    cluster: str,
+    mirror: str,
+    topics: list[str] | None = None,
     timeout: float = 30.0,
 ) -> None:
     chosen = topics or ctx.mirrors[(cluster, mirror)].topics
@@ -106,7 +109,10 @@ async def pause(
 
 
 async def resume(
-    ctx: DrillContext, cluster: str, mirror: str, topics: list[str] | None = None,
+    ctx: DrillContext,
+    cluster: str,
+    mirror: str,
+    topics: list[str] | None = None,
     timeout: float = 30.0,
 ) -> None:
     chosen = topics or ctx.mirrors[(cluster, mirror)].topics
@@ -117,14 +123,19 @@ async def resume(
 
 
 async def _wait_states(
-    ctx: DrillContext, cluster: str, mirror: str, topics: Iterable[str], states: set[str],
+    ctx: DrillContext,
+    cluster: str,
+    mirror: str,
+    topics: Iterable[str],
+    states: set[str],
     timeout: float,
 ) -> dict[str, MirrorPartitionDescription]:
     wanted = set(topics)
 
     async def reached() -> dict[str, MirrorPartitionDescription] | None:
         partitions = {
-            k: p for k, p in (await describe_partitions(ctx, cluster, mirror)).items()
+            k: p
+            for k, p in (await describe_partitions(ctx, cluster, mirror)).items()
             if p.topic in wanted
         }
         covered = {p.topic for p in partitions.values()}
@@ -180,7 +191,11 @@ async def wait_mirror(
 
 
 async def wait_log_end(
-    ctx: DrillContext, cluster: str, topic: str, offset: int, partition: int = 0,
+    ctx: DrillContext,
+    cluster: str,
+    topic: str,
+    offset: int,
+    partition: int = 0,
     timeout: float = 60.0,
 ) -> None:
     """Wait until ``topic-partition`` on ``cluster`` ends at ``offset`` or beyond."""
@@ -229,7 +244,8 @@ async def failover(
         ctx.record_in("stop_offsets", key, stops[key])
         ctx.record_in("last_mirrored_epoch", key, p.last_mirror_epoch)
     lost = [
-        a for a in ctx.acks
+        a
+        for a in ctx.acks
         if a.cluster == link.source
         and a.topic in chosen
         and a.offset >= stops.get(f"{a.topic}-{a.partition}", 0)

@@ -34,8 +34,17 @@ async def produce(
     workload = ProducerWorkload(
         ctx,
         ProducerSpec(
-            name, cluster, topic, records, duration, rate, keyed, key_space, compression,
-            transactional, value_bytes,
+            name,
+            cluster,
+            topic,
+            records,
+            duration,
+            rate,
+            keyed,
+            key_space,
+            compression,
+            transactional,
+            value_bytes,
         ),
     )
     ctx.producers[name] = workload

@@ -62,9 +62,7 @@ async def partition_offsets(
     async with ctx.cluster(cluster).admin() as admin:
         described = await admin.describe_topics(topics)
         partitions = [
-            TopicPartition(name, p.partition)
-            for name, t in described.items()
-            for p in t.partitions
+            TopicPartition(name, p.partition) for name, t in described.items() for p in t.partitions
         ]
         earliest = await admin.list_offsets({tp: OffsetSpec.EARLIEST for tp in partitions})
         latest = await admin.list_offsets({tp: OffsetSpec.LATEST for tp in partitions})

@@ -81,8 +81,12 @@ def build_batch(
         if record.timestamp > max_timestamp:
             max_timestamp = record.timestamp
         _append_record(
-            parts, offset_delta, record.timestamp - base_timestamp,
-            record.key, record.value, record.headers,
+            parts,
+            offset_delta,
+            record.timestamp - base_timestamp,
+            record.key,
+            record.value,
+            record.headers,
         )
     body = compress(compression, b"".join(parts))
 
@@ -96,9 +100,19 @@ def build_batch(
 
     batch_length = HEADER_SIZE - LOG_OVERHEAD + len(body)
     fields = (
-        base_offset, batch_length, partition_leader_epoch, MAGIC_V2, 0, attributes,
-        previous_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
-        base_sequence, len(records),
+        base_offset,
+        batch_length,
+        partition_leader_epoch,
+        MAGIC_V2,
+        0,
+        attributes,
+        previous_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        len(records),
     )
     data = bytearray(HEADER_SIZE + len(body))
     try:

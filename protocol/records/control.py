@@ -111,12 +111,14 @@ def build_control_batch(
 
 def encode_mirror_pid_reset(reset: MirrorPidReset) -> bytes:
     cluster_id = reset.source_cluster_id.encode("utf-8")
-    return b"".join((
-        _INT16.pack(reset.version),
-        encode_unsigned_varint(len(cluster_id) + 1),
-        cluster_id,
-        encode_unsigned_varint(0),
-    ))
+    return b"".join(
+        (
+            _INT16.pack(reset.version),
+            encode_unsigned_varint(len(cluster_id) + 1),
+            cluster_id,
+            encode_unsigned_varint(0),
+        )
+    )
 
 
 def decode_control_record(record: Record) -> ControlRecord:

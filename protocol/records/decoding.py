@@ -72,12 +72,14 @@ def decode_records(batch: RawBatch) -> list[Record]:
         except ValueError:
             raise CorruptRecordError(f"unknown compression codec id {codec_id}") from None
         buf, pos = decompress(codec, memoryview(batch.data)[HEADER_SIZE:]), 0
-    log_append_time = (
-        batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None
-    )
+    log_append_time = batch.max_timestamp if batch.attributes & ATTR_TIMESTAMP_TYPE else None
     try:
         return _read_records(
-            buf, pos, batch.records_count, batch.base_offset, batch.base_timestamp,
+            buf,
+            pos,
+            batch.records_count,
+            batch.base_offset,
+            batch.base_timestamp,
             log_append_time,
         )
     except IndexError:
@@ -196,4 +198,3 @@ def _read_records(
     if pos != end:
         raise CorruptRecordError(f"{end - pos} bytes follow the last record of the batch")
     return records
-

@@ -23,4 +23,3 @@ class Record:
     key: bytes | None
     value: bytes | None
     headers: Headers = ()
-

@@ -81,8 +81,11 @@ def elect_answer(error_code: ErrorCode, request: Request, partition_code: ErrorC
                 {
                     "topic": "orders",
                     "partition_result": [
-                        {"partition_id": 0, "error_code": int(partition_code),
-                         "error_message": None}
+                        {
+                            "partition_id": 0,
+                            "error_code": int(partition_code),
+                            "error_message": None,
+                        }
                     ],
                 }
             ],

@@ -14,8 +14,13 @@ from mirrorsim.drills.assertions import evaluate, parse_assertion
 from mirrorsim.drills.catalog import builtin_paths
 from mirrorsim.drills.scenario import with_cluster_mode
 
-FAST = ["planned-migration", "first-mirror", "transactional-stop", "groups-beyond-log-end",
-        "compaction-tombstone"]
+FAST = [
+    "planned-migration",
+    "first-mirror",
+    "transactional-stop",
+    "groups-beyond-log-end",
+    "compaction-tombstone",
+]
 SLOW = ["disaster-failover", "failback-case-b"]
 UNCLEAN = ["ule-before-detection", "ule-undetectable", "ule-supported"]
 PROCESSES = ["disaster-failover-processes"]
@@ -39,9 +44,10 @@ def test_every_builtin_drill_parses_and_lists() -> None:
 
 
 def test_a_cluster_runs_in_process_unless_its_mode_says_processes() -> None:
-    document = {**_minimal(start_clusters={}), "clusters": [
-        {"name": "primary", "mode": "processes"}, {"name": "backup"}
-    ]}
+    document = {
+        **_minimal(start_clusters={}),
+        "clusters": [{"name": "primary", "mode": "processes"}, {"name": "backup"}],
+    }
     modes = [c.mode for c in parse_scenario(document).clusters]
     assert modes == ["processes", "in-process"]
     switched = with_cluster_mode(resolve("disaster-failover"), "processes")

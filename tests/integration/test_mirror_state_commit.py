@@ -31,8 +31,10 @@ async def test_a_state_write_returns_once_every_isr_member_has_it(
     first = cluster.brokers[0]
     await first.mirrors.state_topic.ensure_created()
     await wait_for(
-        lambda: all(len(p.isr) == 2 for p in first.snapshot.topics[MIRROR_STATE_TOPIC].partitions)
-        and all(MIRROR_STATE_TOPIC in b.snapshot.topics for b in cluster.brokers),
+        lambda: (
+            all(len(p.isr) == 2 for p in first.snapshot.topics[MIRROR_STATE_TOPIC].partitions)
+            and all(MIRROR_STATE_TOPIC in b.snapshot.topics for b in cluster.brokers)
+        ),
         message="__mirror_state in sync on both brokers",
     )
     await wait_for(lambda: first.mirrors.state_topic.leader_of(0) >= 0)

@@ -53,8 +53,13 @@ def test_divergence_fails_with_partition_offset_expected_found(
     report_path = tmp_path / "report.json"
 
     code, out = run_cli(
-        spark, "--source-dir", str(source), "--destination-dir", str(destination),
-        "--report", str(report_path),
+        spark,
+        "--source-dir",
+        str(source),
+        "--destination-dir",
+        str(destination),
+        "--report",
+        str(report_path),
     )
 
     assert code == 1
@@ -81,8 +86,15 @@ def test_topic_filter_and_stop_offsets_make_it_pass(
     stops.write_text(json.dumps({"orders-1": 10}))
 
     code, out = run_cli(
-        spark, "--source-dir", str(source), "--destination-dir", str(destination),
-        "--topic", "ord.*", "--stop-offsets", str(stops),
+        spark,
+        "--source-dir",
+        str(source),
+        "--destination-dir",
+        str(destination),
+        "--topic",
+        "ord.*",
+        "--stop-offsets",
+        str(stops),
     )
 
     assert code == 0, out
@@ -99,8 +111,14 @@ def test_bad_stop_offsets_file_is_a_user_error(
 
     result = CliRunner().invoke(
         verify,
-        ["--source-dir", str(source), "--destination-dir", str(destination),
-         "--stop-offsets", str(stops)],
+        [
+            "--source-dir",
+            str(source),
+            "--destination-dir",
+            str(destination),
+            "--stop-offsets",
+            str(stops),
+        ],
     )
 
     assert result.exit_code == 1
@@ -138,11 +156,33 @@ def standalone_master(tmp_path: Path) -> Iterator[str]:
     master_port, master_ui, worker_port, worker_ui = (free_port() for _ in range(4))
     url = f"spark://127.0.0.1:{master_port}"
     commands = [
-        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-         "--port", str(master_port), "--webui-port", str(master_ui)],
-        [spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-         "--port", str(worker_port), "--webui-port", str(worker_ui), "--cores", "2",
-         "--memory", "2g", "--work-dir", str(tmp_path / "work")],
+        [
+            spark_class,
+            "org.apache.spark.deploy.master.Master",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(master_port),
+            "--webui-port",
+            str(master_ui),
+        ],
+        [
+            spark_class,
+            "org.apache.spark.deploy.worker.Worker",
+            url,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(worker_port),
+            "--webui-port",
+            str(worker_ui),
+            "--cores",
+            "2",
+            "--memory",
+            "2g",
+            "--work-dir",
+            str(tmp_path / "work"),
+        ],
     ]
     processes = []
     try:
@@ -170,14 +210,29 @@ def test_standalone_cluster_gives_the_local_report(
     source, destination = logs
     local_report, cluster_report = tmp_path / "local.json", tmp_path / "cluster.json"
     run_cli(
-        spark, "--source-dir", str(source), "--destination-dir", str(destination),
-        "--report", str(local_report),
+        spark,
+        "--source-dir",
+        str(source),
+        "--destination-dir",
+        str(destination),
+        "--report",
+        str(local_report),
     )
 
     completed = subprocess.run(
-        [sys.executable, "-m", "mirrorsim.cli.cmd_verify", "--master", standalone_master,
-         "--source-dir", str(source), "--destination-dir", str(destination),
-         "--report", str(cluster_report)],
+        [
+            sys.executable,
+            "-m",
+            "mirrorsim.cli.cmd_verify",
+            "--master",
+            standalone_master,
+            "--source-dir",
+            str(source),
+            "--destination-dir",
+            str(destination),
+            "--report",
+            str(cluster_report),
+        ],
         capture_output=True,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
         timeout=240,

@@ -63,9 +63,7 @@ def test_committed_offsets(spark: SparkSession, tmp_path: Path, level: str) -> N
     }
 
 
-def test_commits_beyond_the_stop_offset_are_expected(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_commits_beyond_the_stop_offset_are_expected(spark: SparkSession, tmp_path: Path) -> None:
     source_log, destination_log = logs(spark, tmp_path, "batch")
 
     [check] = compare_committed_offsets(

@@ -162,9 +162,7 @@ def failover_logs() -> tuple[dict, dict]:
     return source, destination
 
 
-def test_divergence_beyond_the_stop_offset_is_expected(
-    spark: SparkSession, tmp_path: Path
-) -> None:
+def test_divergence_beyond_the_stop_offset_is_expected(spark: SparkSession, tmp_path: Path) -> None:
     source, destination = failover_logs()
 
     report = run(spark, tmp_path, destination, source=source, stop_offsets={ORDERS_1: 30})

@@ -118,9 +118,7 @@ def test_leadership_errors_back_off_and_ask_for_metadata() -> None:
 
 
 def test_non_retriable_errors_fail() -> None:
-    outcome = respond(
-        state(), FetchedPartition(ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
-    )
+    outcome = respond(state(), FetchedPartition(ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1))
     assert outcome.state.phase is FetchPhase.FAILED
 
 

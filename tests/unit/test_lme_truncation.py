@@ -89,9 +89,7 @@ def test_epoch_end_offset_agrees_with_the_epoch_cache(
         for e, start in raw:
             cache.assign(e, start)
         leo = max([x.start_offset for x in cache.epoch_entries], default=0) + extra
-        assert epoch_end_offset(cache.epoch_entries, epoch, leo) == cache.end_offset_for(
-            epoch, leo
-        )
+        assert epoch_end_offset(cache.epoch_entries, epoch, leo) == cache.end_offset_for(epoch, leo)
 
 
 def converge(destination: Log, source: Log, lme: int) -> Log:
@@ -153,7 +151,6 @@ def test_converged_destination_is_a_prefix_of_the_source(
     converged = converge(destination, source, lme)
     assert converged == source[: len(converged)]
     assert len(converged) == shared
-
 
 
 def test_dropped_offsets_for_reports() -> None:

@@ -280,8 +280,7 @@ def test_ule_after_lme_truncation_is_undetectable_without_the_config() -> None:
     b = [1, 1, 1, 2]
     r2 = [1, 2, 2, 2]
     requested = r2[-1]
-    src_epoch, src_end = epoch_end_offset(
-entries(b), requested, len(b))
+    src_epoch, src_end = epoch_end_offset(entries(b), requested, len(b))
     cut = replication_truncation(
         local_end_for_epoch=epoch_end_offset(entries(r2), src_epoch, len(r2)),
         requested_epoch=requested,

@@ -33,8 +33,9 @@ INT64 = st.integers(-(2**63), 2**63 - 1)
 payloads = st.one_of(
     st.none(),
     st.binary(max_size=40),
-    st.builds(lambda unit, count: unit * count, st.binary(min_size=1, max_size=3),
-              st.integers(1, 40_000)),
+    st.builds(
+        lambda unit, count: unit * count, st.binary(min_size=1, max_size=3), st.integers(1, 40_000)
+    ),
 )
 headers = st.lists(
     st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=16))), max_size=4
@@ -79,19 +80,24 @@ def record_lists(draw: st.DrawFn, *, base_offset: int = 0, max_size: int = 6) ->
     records = []
     for gap in gaps:
         offset += gap
-        records.append(Record(
-            offset,
-            base_timestamp + draw(st.integers(-(10**7), 10**7)),
-            draw(payloads),
-            draw(payloads),
-            draw(headers),
-        ))
+        records.append(
+            Record(
+                offset,
+                base_timestamp + draw(st.integers(-(10**7), 10**7)),
+                draw(payloads),
+                draw(payloads),
+                draw(headers),
+            )
+        )
     return tuple(records)
 
 
 @st.composite
-def batch_specs(draw: st.DrawFn, *, codecs: st.SearchStrategy[Compression] | None = None,
-                ) -> BatchSpec:
+def batch_specs(
+    draw: st.DrawFn,
+    *,
+    codecs: st.SearchStrategy[Compression] | None = None,
+) -> BatchSpec:
     base_offset = draw(st.integers(0, 2**62))
     return BatchSpec(
         records=draw(record_lists(base_offset=base_offset)),
@@ -110,9 +116,7 @@ def expected_records(spec: BatchSpec) -> list[Record]:
     if spec.timestamp_type is TimestampType.CREATE_TIME:
         return list(spec.records)
     max_timestamp = max(record.timestamp for record in spec.records)
-    return [
-        Record(r.offset, max_timestamp, r.key, r.value, r.headers) for r in spec.records
-    ]
+    return [Record(r.offset, max_timestamp, r.key, r.value, r.headers) for r in spec.records]
 
 
 CODEC_SETTINGS = settings(
@@ -132,7 +136,9 @@ def test_build_then_decode_round_trips_every_field(spec: BatchSpec) -> None:
     assert reparsed.is_transactional is spec.is_transactional
     assert not reparsed.is_control
     assert (reparsed.producer_id, reparsed.producer_epoch, reparsed.base_sequence) == (
-        spec.producer_id, spec.producer_epoch, spec.base_sequence
+        spec.producer_id,
+        spec.producer_epoch,
+        spec.base_sequence,
     )
     assert reparsed.partition_leader_epoch == spec.partition_leader_epoch
     assert reparsed.base_offset == spec.base_offset
@@ -221,6 +227,7 @@ def test_varint_matches_kafka_zigzag(value: int) -> None:
 
 # --- compression framing -------------------------------------------------------------
 
+
 @given(st.binary(max_size=100_000))
 @settings(max_examples=30, deadline=None)
 def test_snappy_is_written_xerial_framed_in_32k_blocks(data: bytes) -> None:
@@ -264,6 +271,7 @@ def test_gzip_with_several_members_decodes() -> None:
 
 
 # --- corruption ----------------------------------------------------------------------
+
 
 @CODEC_SETTINGS
 @given(batch_specs(), st.data())

@@ -31,17 +31,29 @@ timestamps = st.integers(-1, 2**45)
 
 @given(
     kind=st.sampled_from([ControlRecordType.ABORT, ControlRecordType.COMMIT]),
-    producer_id=producer_ids, producer_epoch=producer_epochs,
-    base_offset=st.integers(0, 2**62), leader_epoch=st.integers(-1, 2**31 - 1),
-    timestamp=timestamps, coordinator_epoch=st.integers(-(2**31), 2**31 - 1),
+    producer_id=producer_ids,
+    producer_epoch=producer_epochs,
+    base_offset=st.integers(0, 2**62),
+    leader_epoch=st.integers(-1, 2**31 - 1),
+    timestamp=timestamps,
+    coordinator_epoch=st.integers(-(2**31), 2**31 - 1),
 )
 def test_transaction_markers_round_trip(
-    kind: ControlRecordType, producer_id: int, producer_epoch: int, base_offset: int,
-    leader_epoch: int, timestamp: int, coordinator_epoch: int,
+    kind: ControlRecordType,
+    producer_id: int,
+    producer_epoch: int,
+    base_offset: int,
+    leader_epoch: int,
+    timestamp: int,
+    coordinator_epoch: int,
 ) -> None:
     batch = build_control_batch(
-        kind, producer_id=producer_id, producer_epoch=producer_epoch, base_offset=base_offset,
-        partition_leader_epoch=leader_epoch, timestamp=timestamp,
+        kind,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_offset=base_offset,
+        partition_leader_epoch=leader_epoch,
+        timestamp=timestamp,
         coordinator_epoch=coordinator_epoch,
     )
     batch = RawBatch.from_bytes(batch.data)
@@ -49,7 +61,9 @@ def test_transaction_markers_round_trip(
     assert batch.is_control and batch.is_transactional
     assert (batch.producer_id, batch.producer_epoch) == (producer_id, producer_epoch)
     assert (batch.base_offset, batch.records_count, batch.last_offset) == (
-        base_offset, 1, base_offset
+        base_offset,
+        1,
+        base_offset,
     )
     assert batch.partition_leader_epoch == leader_epoch
     assert batch.max_timestamp == timestamp
@@ -59,15 +73,20 @@ def test_transaction_markers_round_trip(
 
 
 @given(
-    producer_id=st.integers(-1, 2**63 - 1), producer_epoch=st.integers(-1, 2**15 - 1),
-    cluster_id=st.text(max_size=40), timestamp=timestamps,
+    producer_id=st.integers(-1, 2**63 - 1),
+    producer_epoch=st.integers(-1, 2**15 - 1),
+    cluster_id=st.text(max_size=40),
+    timestamp=timestamps,
 )
 def test_mirror_pid_reset_round_trips(
     producer_id: int, producer_epoch: int, cluster_id: str, timestamp: int
 ) -> None:
     batch = build_control_batch(
-        ControlRecordType.MIRROR_PID_RESET, producer_id=producer_id,
-        producer_epoch=producer_epoch, timestamp=timestamp, source_cluster_id=cluster_id,
+        ControlRecordType.MIRROR_PID_RESET,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        timestamp=timestamp,
+        source_cluster_id=cluster_id,
     )
     assert batch.is_control and not batch.is_transactional
     assert decode_control_batch(batch) == MirrorPidReset(cluster_id)
@@ -161,7 +180,10 @@ def test_aiokafka_sees_our_control_batches(
     kind: ControlRecordType, aiokafka_marker: ControlRecord
 ) -> None:
     batch = build_control_batch(
-        kind, producer_id=7, producer_epoch=1, timestamp=1_700_000_000_001,
+        kind,
+        producer_id=7,
+        producer_epoch=1,
+        timestamp=1_700_000_000_001,
         source_cluster_id="source-uuid",
     )
     parsed = DefaultRecordBatch(batch.data)

@@ -52,33 +52,49 @@ def client_batch(
         2, int(compression), int(transactional), *producer, 64 * 1024 * 1024
     )
     for record in records:
-        builder.append(record.offset, record.timestamp, record.key, record.value,
-                       list(record.headers))
+        builder.append(
+            record.offset, record.timestamp, record.key, record.value, list(record.headers)
+        )
     return RawBatch.from_bytes(bytes(builder.build()))
 
 
 @pytest.mark.parametrize("builder_name", list(BUILDERS))
 @pytest.mark.parametrize("codec", list(Compression))
 @INTEROP_SETTINGS
-@given(records=record_lists(base_offset=0), transactional=st.booleans(),
-       producer_id=st.integers(0, 2**63 - 1), producer_epoch=st.integers(0, 2**15 - 1),
-       base_sequence=st.integers(0, 2**31 - 1))
+@given(
+    records=record_lists(base_offset=0),
+    transactional=st.booleans(),
+    producer_id=st.integers(0, 2**63 - 1),
+    producer_epoch=st.integers(0, 2**15 - 1),
+    base_sequence=st.integers(0, 2**31 - 1),
+)
 def test_client_built_batches_decode_identically(
-    builder_name: str, codec: Compression, records: tuple[Record, ...], transactional: bool,
-    producer_id: int, producer_epoch: int, base_sequence: int,
+    builder_name: str,
+    codec: Compression,
+    records: tuple[Record, ...],
+    transactional: bool,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
 ) -> None:
     producer = (producer_id, producer_epoch, base_sequence)
-    batch = client_batch(builder_name, records, codec, transactional=transactional,
-                         producer=producer)
+    batch = client_batch(
+        builder_name, records, codec, transactional=transactional, producer=producer
+    )
     decoded = decode_batch(batch)
     assert list(decoded.records) == list(records)
     assert decoded.is_transactional is transactional
     assert (decoded.producer_id, decoded.producer_epoch, decoded.base_sequence) == producer
     assert decoded.compression in (codec, Compression.NONE)  # kafka-python skips no-gain
     if decoded.compression is Compression.NONE:
-        rebuilt = build_batch(records, producer_id=producer_id, producer_epoch=producer_epoch,
-                              base_sequence=base_sequence, is_transactional=transactional,
-                              partition_leader_epoch=batch.partition_leader_epoch)
+        rebuilt = build_batch(
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            is_transactional=transactional,
+            partition_leader_epoch=batch.partition_leader_epoch,
+        )
         assert rebuilt.data == batch.data, "uncompressed batches are byte-identical"
 
 
@@ -99,8 +115,9 @@ def test_client_compressed_batches_really_use_the_codec(
 def client_view(parser_name: str, data: bytes) -> list[tuple[Any, ...]]:
     batch = PARSERS[parser_name](data)
     assert batch.validate_crc()
-    return [(r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers))
-            for r in batch]
+    return [
+        (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, list(r.headers)) for r in batch
+    ]
 
 
 @pytest.mark.parametrize("parser_name", list(PARSERS))
@@ -113,7 +130,9 @@ def test_our_batches_read_correctly_through_aiokafka(parser_name: str, spec: Bat
     assert parsed.compression_type == spec.compression
     assert parsed.is_transactional is spec.is_transactional
     assert (parsed.producer_id, parsed.producer_epoch, parsed.base_sequence) == (
-        spec.producer_id, spec.producer_epoch, spec.base_sequence
+        spec.producer_id,
+        spec.producer_epoch,
+        spec.base_sequence,
     )
     assert parsed.max_timestamp == max(r.timestamp for r in spec.records)
     assert client_view(parser_name, batch.data) == [
@@ -125,7 +144,6 @@ def test_our_batches_read_correctly_through_aiokafka(parser_name: str, spec: Bat
 @pytest.mark.parametrize("codec", list(Compression))
 def test_log_append_time_is_what_aiokafka_consumers_see(codec: Compression) -> None:
     records = [Record(0, 100, None, b"a"), Record(1, 50, None, b"b")]
-    batch = build_batch(records, compression=codec,
-                        timestamp_type=TimestampType.LOG_APPEND_TIME)
+    batch = build_batch(records, compression=codec, timestamp_type=TimestampType.LOG_APPEND_TIME)
     assert [row[1] for row in client_view("aiokafka-c", batch.data)] == [100, 100]
     assert [r.timestamp for r in decode_batch(batch).records] == [100, 100]
