@@ -19,11 +19,13 @@ import logging
 import signal
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import TracebackType
 from typing import IO
 
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.config import stringify
+from mirrorsim.broker.ports import restartable_port
 
 log = logging.getLogger(__name__)
 
@@ -83,16 +85,20 @@ class ProcessCluster:
     async def start(self) -> None:
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            await self._launch(BrokerProcess(1, self.spec.broker_port(1)))
+            await self._launch(BrokerProcess(1, self._port(1)))
             await asyncio.gather(
                 *(
-                    self._launch(BrokerProcess(i, self.spec.broker_port(i)))
+                    self._launch(BrokerProcess(i, self._port(i)))
                     for i in range(2, self.spec.brokers + 1)
                 )
             )
         except BaseException:
             await self.stop()
             raise
+
+    def _port(self, broker_id: int) -> int:
+        """The configured port, or (port 0) one that stays free while the broker restarts."""
+        return self.spec.broker_port(broker_id) or restartable_port(self.spec.host)
 
     async def kill(self, broker_id: int, sig: int = signal.SIGKILL) -> int:
         """Signal one broker and wait for it to exit; its exit code."""
@@ -181,10 +187,14 @@ class ProcessCluster:
                         return int(text.rsplit(":", 1)[1])
         except TimeoutError:
             broker.process.kill()
-            await broker.process.wait()
+            outcome = f"not ready within {READY_TIMEOUT_S:.0f} s"
+        else:
+            outcome = "exited"
+        code = await broker.process.wait()
+        log_path = self.spec.data_dir / f"broker-{broker.broker_id}.log"
         raise BrokerStartError(
-            f"cluster {self.name}: broker {broker.broker_id} did not start "
-            f"(see {self.spec.data_dir / f'broker-{broker.broker_id}.log'})"
+            f"cluster {self.name}: broker {broker.broker_id} did not start ({outcome}, exit "
+            f"code {code}); the end of {log_path}:\n{_tail(log_path)}"
         )
 
     async def _drain_stdout(self, broker: BrokerProcess) -> None:
@@ -224,3 +234,11 @@ class ProcessCluster:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    """The last lines of a broker's log, for an error that would otherwise outlive it."""
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError as exc:
+        return f"(unreadable: {exc})"

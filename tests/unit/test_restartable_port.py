@@ -1,0 +1,27 @@
+"""A broker that will be restarted on its port takes one outside the ephemeral range, so
+no client connection can take it while the broker is down."""
+
+from __future__ import annotations
+
+import socket
+
+from mirrorsim.broker.ports import LOWEST_CANDIDATE, ephemeral_low, restartable_port
+
+
+def test_the_port_is_free_and_below_the_ephemeral_range() -> None:
+    port = restartable_port()
+    assert LOWEST_CANDIDATE <= port < ephemeral_low()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", port))
+
+
+def test_outgoing_connections_never_take_such_ports() -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        clients = [socket.create_connection(server.getsockname()) for _ in range(50)]
+        try:
+            assert all(c.getsockname()[1] >= ephemeral_low() for c in clients)
+        finally:
+            for client in clients:
+                client.close()
