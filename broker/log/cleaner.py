@@ -57,6 +57,7 @@ if TYPE_CHECKING:
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 CLEANED_SUFFIX = ".cleaned"
 _ATTRIBUTES_AT = 21
+_LAST_OFFSET_DELTA_AT = 23
 _CRC_AT = 17
 
 
@@ -252,9 +253,10 @@ def _rebuild(batch: RawBatch, records: list[Record], delete_horizon: int | None)
         is_control=batch.is_control,
         base_timestamp=delete_horizon,
     )
-    if delete_horizon is None:
-        return rebuilt
-    return _with_attributes(rebuilt, rebuilt.attributes | ATTR_DELETE_HORIZON)
+    attributes = rebuilt.attributes
+    if delete_horizon is not None:
+        attributes |= ATTR_DELETE_HORIZON
+    return _patched(rebuilt, attributes, batch.last_offset_delta)
 
 
 def _empty_if_last_of_producer(batch: RawBatch, state: _CleaningState) -> RawBatch | None:
@@ -271,8 +273,12 @@ def _empty_if_last_of_producer(batch: RawBatch, state: _CleaningState) -> RawBat
     return RawBatch.from_bytes(bytes(data))
 
 
-def _with_attributes(batch: RawBatch, attributes: int) -> RawBatch:
+def _patched(batch: RawBatch, attributes: int, last_offset_delta: int) -> RawBatch:
+    """The rebuilt batch keeps the original's last offset, as Kafka's cleaner does: the
+    producer's last sequence and the log end offset must not move back when the batch's
+    last records are cleaned away."""
     data = bytearray(batch.data)
     struct.pack_into(">h", data, _ATTRIBUTES_AT, attributes)
+    struct.pack_into(">i", data, _LAST_OFFSET_DELTA_AT, last_offset_delta)
     struct.pack_into(">I", data, _CRC_AT, crc32c.crc32c(memoryview(data)[CRC_START:]))
     return RawBatch.from_bytes(bytes(data))
