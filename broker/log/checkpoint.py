@@ -1,7 +1,10 @@
 """Kafka's checkpoint text files: a version line, a count line, then one entry per line.
 
-Written to a temporary file, fsynced and renamed over the old one, so a crash leaves
-either the old or the new checkpoint and never a half-written one.
+Written to a temporary file and renamed over the old one, so a reader never sees a
+half-written checkpoint. With ``sync`` (the default) the temporary file is fsynced
+before the rename, so a machine crash also leaves either the old or the new checkpoint;
+without it, a crash of the machine (not just the process) may leave a torn or empty file,
+which only a checkpoint that recovery can rebuild from the log may accept.
 """
 
 from __future__ import annotations
@@ -16,27 +19,30 @@ class CheckpointFormatError(ValueError):
     pass
 
 
-def write_checkpoint(
-    path: Path, entries: list[tuple[int, ...]], *, tmp_suffix: str = ".tmp"
-) -> None:
-    """``tmp_suffix`` (ending in ``.tmp``) lets a writer on another thread stay off the
-    temporary file of the usual writer."""
+def write_checkpoint(path: Path, entries: list[tuple[int, ...]], *, sync: bool = True) -> None:
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(v) for v in entry) for entry in entries)
-    tmp = path.with_name(path.name + tmp_suffix)
+    tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(("\n".join(lines) + "\n").encode())
-        f.flush()
-        os.fsync(f.fileno())
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
 
 
-def read_checkpoint(path: Path, width: int) -> list[tuple[int, ...]] | None:
-    """Entries of ``width`` integers each, or None when the file does not exist."""
+def read_checkpoint(path: Path, width: int, *, whole: bool = False) -> list[tuple[int, ...]] | None:
+    """Entries of ``width`` integers each, or None when the file does not exist.
+
+    ``whole`` also requires the count line to match the lines that follow and the last
+    one to end in a newline, as written: a write cut short at any byte fails one of them.
+    """
     try:
         text = path.read_text()
     except FileNotFoundError:
         return None
+    except UnicodeDecodeError as exc:
+        raise CheckpointFormatError(f"{path}: {exc}") from exc
     lines = text.splitlines()
     try:
         if len(lines) < 2 or int(lines[0]) != CHECKPOINT_VERSION:
@@ -45,6 +51,8 @@ def read_checkpoint(path: Path, width: int) -> list[tuple[int, ...]] | None:
         entries = [tuple(int(v) for v in line.split()) for line in lines[2 : 2 + count]]
     except ValueError as exc:
         raise CheckpointFormatError(f"{path}: {exc}") from exc
+    if whole and (len(lines) != 2 + count or not text.endswith("\n")):
+        raise CheckpointFormatError(f"{path}: not the {count} entries it announces")
     if len(entries) != count or any(len(e) != width for e in entries):
         raise CheckpointFormatError(f"{path}: expected {count} entries of {width} fields")
     return entries

@@ -6,18 +6,20 @@ it must always agree with the partition leader epochs stamped in the log's batch
 entries only grow in both epoch and start offset, and truncating the log truncates the
 cache.
 
-Durability follows Kafka (KAFKA-16541). A new epoch is written to
-``leader-epoch-checkpoint`` (fsync) before the batches that start it, because nothing
-else records where an epoch began. Truncations only change memory and mark the cache
-dirty; the owning log writes them with ``flush`` before it advances its recovery point,
-so a stale checkpoint only ever differs at or above the persisted recovery point, which
-is exactly the part ``discard_stale`` checks against the log's batches after a crash.
+Durability follows Kafka after KAFKA-15046: the batches are the record of where an
+epoch began, and ``leader-epoch-checkpoint`` only saves re-reading them. A new epoch is
+written to the checkpoint at once but without fsync (temporary file and rename, so a
+reader never sees a torn file); truncations only change memory. ``flush`` writes and
+fsyncs whatever memory holds that the durable file does not, and the owning log calls it
+before it moves its recovery point. So the entries below the persisted recovery point
+are always durable and right, and after a crash recovery keeps only those and re-learns
+the rest from the batches at and above the recovery point (``relearn_from``). A
+checkpoint the crash left torn or missing is rebuilt from the whole log.
 
-A failover opens a new epoch in a thousand partitions at once, and a thousand fsyncs one
-after the other on the event loop take seconds. ``prepare_assign`` / ``complete_assign``
-split ``assign`` so the checkpoint writes of many partitions run in parallel on worker
-threads (``PendingAssign.write`` touches only files) while memory changes only on the
-log's owner; the write still precedes the batches that start the epoch.
+An epoch opened with no batch yet (a leader's new term, a failover before its
+MIRROR_PID_RESET) lives only in memory and in the unsynced file: no batch records it, so
+recovery drops it, as Kafka's log loader does, and whoever opened it opens it again
+(the partition leader on its next term, the failover when it resumes STOPPING).
 """
 
 from __future__ import annotations
@@ -25,9 +27,14 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 
-from mirrorsim.broker.log.checkpoint import read_checkpoint, write_checkpoint
+from mirrorsim.broker.log.checkpoint import (
+    CheckpointFormatError,
+    read_checkpoint,
+    write_checkpoint,
+)
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -40,36 +47,38 @@ class EpochEntry:
     start_offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class PendingAssign:
-    """The checkpoint an ``assign`` would write, written by ``write`` on any thread."""
-
-    path: Path
-    epoch: int
-    start_offset: int
-    before: tuple[EpochEntry, ...]
-    entries: tuple[EpochEntry, ...]
-    writes_before: int
-
-    def write(self) -> None:
-        write_checkpoint(
-            self.path,
-            [(e.epoch, e.start_offset) for e in self.entries],
-            tmp_suffix=".assign.tmp",
-        )
-
-
 class LeaderEpochFileCache:
     def __init__(self, path: Path, entries: list[EpochEntry] | None = None) -> None:
         self._path = path
         self._entries: list[EpochEntry] = list(entries or [])
         self._dirty = False
-        self._writes = 0
 
     @classmethod
     def load(cls, path: Path) -> LeaderEpochFileCache:
+        """The cache the checkpoint holds (empty when there is none).
+
+        Raises ``CheckpointFormatError`` when the file is unreadable.
+        """
         rows = read_checkpoint(path, 2) or []
         return cls(path, [EpochEntry(epoch, offset) for epoch, offset in rows])
+
+    @classmethod
+    def load_if_intact(cls, path: Path) -> LeaderEpochFileCache | None:
+        """The checkpoint's cache, or None when the file is missing, cut short, unreadable
+        or not increasing in both epoch and start offset: what an unsynced write can leave
+        after a machine crash, and then only the log can say where its epochs began."""
+        try:
+            rows = read_checkpoint(path, 2, whole=True)
+        except CheckpointFormatError:
+            return None
+        if rows is None:
+            return None
+        entries = [EpochEntry(epoch, offset) for epoch, offset in rows]
+        if any(e.epoch < 0 or e.start_offset < 0 for e in entries) or any(
+            a.epoch >= b.epoch or a.start_offset >= b.start_offset for a, b in pairwise(entries)
+        ):
+            return None
+        return cls(path, entries)
 
     @property
     def epoch_entries(self) -> list[EpochEntry]:
@@ -77,7 +86,7 @@ class LeaderEpochFileCache:
 
     @property
     def dirty(self) -> bool:
-        """Whether memory holds a truncation the checkpoint file does not have yet."""
+        """Whether memory holds changes the durable (fsynced) checkpoint does not."""
         return self._dirty
 
     @property
@@ -85,50 +94,28 @@ class LeaderEpochFileCache:
         return self._entries[-1].epoch if self._entries else None
 
     def assign(self, epoch: int, start_offset: int) -> None:
-        """Record that ``epoch`` starts at ``start_offset``.
+        """Record that ``epoch`` starts at ``start_offset``, written without fsync.
 
         A repeated epoch is ignored unless it moves the start earlier. Entries at or
         above the new epoch or start offset are dropped first, so the cache stays
         monotonic even when a follower re-learns history after a truncation.
         """
-        entries = self._assigned(epoch, start_offset)
-        if entries is not None:
-            self._entries = entries
-            self._write()
+        if self._assign_in_memory(epoch, start_offset):
+            self._write(sync=False)
 
-    def _assigned(self, epoch: int, start_offset: int) -> list[EpochEntry] | None:
-        """The entries after ``assign``; None when it changes nothing."""
+    def _assign_in_memory(self, epoch: int, start_offset: int) -> bool:
         if epoch < 0 or start_offset < 0:
             raise ValueError(f"invalid epoch entry ({epoch}, {start_offset})")
-        entries = list(self._entries)
+        entries = self._entries
         if entries:
             last = entries[-1]
             if last.epoch == epoch and start_offset >= last.start_offset:
-                return None
+                return False
         while entries and (entries[-1].epoch >= epoch or entries[-1].start_offset >= start_offset):
             entries.pop()
         entries.append(EpochEntry(epoch, start_offset))
-        return entries
-
-    def prepare_assign(self, epoch: int, start_offset: int) -> PendingAssign | None:
-        """``assign`` minus its write, for ``complete_assign`` after ``write``; None when
-        the assign would change nothing."""
-        entries = self._assigned(epoch, start_offset)
-        if entries is None:
-            return None
-        return PendingAssign(
-            self._path, epoch, start_offset, tuple(self._entries), tuple(entries), self._writes
-        )
-
-    def complete_assign(self, pending: PendingAssign) -> None:
-        """Take the entries ``pending`` wrote. If the cache changed or was written since
-        ``prepare_assign``, the file may not hold them: assign (and write) once more."""
-        if tuple(self._entries) == pending.before and self._writes == pending.writes_before:
-            self._entries = list(pending.entries)
-            self._dirty = False
-            self._writes += 1
-        else:
-            self.assign(pending.epoch, pending.start_offset)
+        self._dirty = True
+        return True
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch ≤ ``epoch``, the offset where it ends), as OffsetForLeaderEpoch.
@@ -175,42 +162,29 @@ class LeaderEpochFileCache:
             self._entries = updated
             self._dirty = True
 
+    def relearn_from(self, offset: int, batches: Iterable[tuple[int, int]]) -> None:
+        """Replace the entries from ``offset`` on with what the log's batches say.
+
+        ``batches`` are (partition leader epoch, base offset) of every batch from the one
+        holding ``offset`` to the log end; each change of epoch is assigned, exactly as a
+        follower appending those batches would. Not written until ``flush``.
+        """
+        self.truncate_from_end(offset)
+        for epoch, base_offset in batches:
+            if epoch >= 0 and epoch != self.latest_epoch:
+                self._assign_in_memory(epoch, base_offset)
+
     def clear(self) -> None:
-        """Forget every epoch, durably: recovery could not tell a cleared cache from a
-        stale one, because no batch remains to contradict the old entries."""
+        """Forget every epoch, durably: the log restarts empty, and entries below its new
+        start that a stale checkpoint still held would outlive recovery."""
         self._entries = []
-        self._write()
+        self._write(sync=True)
 
     def flush(self) -> None:
-        """Write pending truncations; the log calls this before moving its recovery point."""
+        """Make the checkpoint durable; the log calls this before moving its recovery point."""
         if self._dirty:
-            self._write()
+            self._write(sync=True)
 
-    def discard_stale(self, offset: int, batches: Iterable[tuple[int, int]]) -> None:
-        """Drop the entries from ``offset`` on that the log's batches contradict.
-
-        ``batches`` are (partition leader epoch, next offset) of every batch from the one
-        holding ``offset`` to the log end. A new epoch is always written before its
-        batches, so a checkpoint can only be stale by a suffix a truncation removed, and
-        the batches appended after that truncation carry lower epochs than that suffix:
-        an entry is stale exactly when the first batch reaching past its start has a
-        lower epoch.
-        """
-        entries = self._entries
-        index = next((i for i, e in enumerate(entries) if e.start_offset >= offset), len(entries))
-        for epoch, next_offset in batches:
-            if index == len(entries):
-                return
-            if epoch < 0:
-                continue
-            while index < len(entries) and entries[index].start_offset < next_offset:
-                if epoch < entries[index].epoch:
-                    del entries[index:]
-                    self._dirty = True
-                    return
-                index += 1
-
-    def _write(self) -> None:
-        write_checkpoint(self._path, [(e.epoch, e.start_offset) for e in self._entries])
-        self._dirty = False
-        self._writes += 1
+    def _write(self, *, sync: bool) -> None:
+        write_checkpoint(self._path, [(e.epoch, e.start_offset) for e in self._entries], sync=sync)
+        self._dirty = not sync

@@ -145,7 +145,6 @@ class PartitionLog:
         self.recovery_point = _read_single(self.dir / RECOVERY_POINT_FILE) or 0
         log_start = _read_single(self.dir / LOG_START_FILE) or 0
         saved_hw = _read_single(self.dir / HIGH_WATERMARK_FILE) or 0
-        self.epoch_cache = LeaderEpochFileCache.load(self.dir / CHECKPOINT_NAME)
         self._load_segments(clean)
         if self.segments and self.active_segment.next_offset < log_start:
             for segment in self.segments:
@@ -159,16 +158,29 @@ class PartitionLog:
         )
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.high_watermark = min(max(saved_hw, self.log_start_offset), self.log_end_offset)
-        if clean:
-            self.epoch_cache.truncate_from_end(self.log_end_offset)
-        else:
-            self.epoch_cache.truncate_from_end(self.log_end_offset)
-            self.epoch_cache.discard_stale(
-                self.recovery_point, self._epoch_marks_from(self.recovery_point)
-            )
-        self.epoch_cache.truncate_from_start(self.log_start_offset)
+        self._load_epoch_cache(clean)
         self._rebuild_producer_state()
         self._last_flush_ms = self._now_ms()
+
+    def _load_epoch_cache(self, clean: bool) -> None:
+        """The checkpoint's entries where they are known durable, the batches' elsewhere.
+
+        After a clean close the checkpoint was flushed and is whole. After a crash only
+        its entries below the recovery point are (see epoch_cache.py), so the entries
+        from there on are re-learned from the batches recovery just re-validated; a torn
+        or missing checkpoint is re-learned from the log start. An epoch with no batch
+        (starting at the log end, or covering an empty log) is dropped either way.
+        """
+        path = self.dir / CHECKPOINT_NAME
+        cache = LeaderEpochFileCache.load_if_intact(path)
+        if cache is None:
+            cache = LeaderEpochFileCache(path)
+            cache.relearn_from(0, self._epoch_starts_from(self.segments[0].base_offset))
+        elif not clean:
+            cache.relearn_from(self.recovery_point, self._epoch_starts_from(self.recovery_point))
+        cache.truncate_from_start(self.log_start_offset)
+        cache.truncate_from_end(self.log_end_offset)
+        self.epoch_cache = cache
 
     def _load_segments(self, clean: bool) -> None:
         bases = sorted(
@@ -213,14 +225,15 @@ class PartitionLog:
             _stage(staged, batch)
         state.commit(staged, self.log_end_offset)
 
-    def _epoch_marks_from(self, offset: int) -> Iterator[tuple[int, int]]:
-        """(partition leader epoch, next offset) of each batch from ``offset`` on."""
+    def _epoch_starts_from(self, offset: int) -> Iterator[tuple[int, int]]:
+        """(partition leader epoch, base offset) of each batch from the one holding
+        ``offset`` to the log end."""
         for segment in self.segments[self._segment_index(offset) :]:
             first = segment.translate_offset(offset)
             if first is None:
                 continue
             for header in segment.headers(first.position):
-                yield header.partition_leader_epoch, header.next_offset
+                yield header.partition_leader_epoch, header.base_offset
 
     def _batches_from(self, offset: int) -> Iterator[RawBatch]:
         for segment in self.segments[self._segment_index(offset) :]:
