@@ -10,7 +10,6 @@ and its Errors table; per-topic failures are returned, request-wide ones raised.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -22,8 +21,9 @@ from mirrorsim.broker.config import (
     TOPIC_CONFIGS,
     topic_name_error,
 )
+from mirrorsim.broker.metadata.controller import NewTopicRequest
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
-from mirrorsim.broker.metadata.models import TopicExistsError, TopicRecord
+from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.client.cluster import RequestSpec
 from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS
 from mirrorsim.coordinator.state_machine import (
@@ -161,15 +161,77 @@ class MirrorLifecycle:
             await self._broker.refresh_metadata()
         if not self._coordinator.sources.knows(mirror):
             raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {mirror} does not exist")
+        return await self._add_topics(mirror, list(dict.fromkeys(n for n, _ in topics)), excluded)
+
+    async def _add_topics(
+        self, mirror: str, names: list[str], excluded: PatternList
+    ) -> dict[str, KafkaError | None]:
+        """Each topic is checked on its own, but the work is done for all of them at once:
+        one store read, one Metadata and one DescribeConfigs to the source, one batch of
+        topic creations and one of config writes (each followed by a single metadata
+        refresh). Done topic by topic, every topic cost two refreshes of the whole cluster
+        view and two source round trips, which made adding many topics quadratic."""
         results: dict[str, KafkaError | None] = {}
-        for name, _ in topics:
+        # The store, not this broker's snapshot: a config set a moment ago elsewhere
+        # (``mirror.support.unclean.leader.election``) must survive the rewrite below.
+        existing = await asyncio.to_thread(self._broker.store.topics, names)
+        addable = []
+        for name in names:
             try:
-                await self._add_topic(mirror, name, excluded)
+                await self._require_addable(mirror, existing.get(name))
             except KafkaError as exc:
                 results[name] = exc
             else:
-                results[name] = None
-        return results
+                addable.append(name)
+        if not addable:
+            return results
+        try:
+            source = await self._coordinator.sources.client(mirror)
+            view = await source.refresh_metadata(addable)
+            on_source = {}
+            for name in addable:
+                info = view.topics.get(name)
+                if info is None or info.error != ErrorCode.NONE or info.topic_id is None:
+                    results[name] = KafkaError(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        f"Topic {name} does not exist on the source",
+                    )
+                else:
+                    on_source[name] = info
+            configs = await self._source_topic_configs(source, list(on_source), excluded)
+        except KafkaError as exc:
+            return {name: results.get(name, exc) for name in names}
+        to_create = [
+            NewTopicRequest(
+                name,
+                num_partitions=len(info.partitions),
+                configs=configs.get(name, {}),
+                topic_id=info.topic_id,
+            )
+            for name, info in on_source.items()
+            if name not in existing
+        ]
+        created = await self._broker.controller.create_topics(to_create)
+        for request, outcome in zip(to_create, created, strict=True):
+            if isinstance(outcome, KafkaError):
+                results[request.name] = outcome
+            else:
+                existing[request.name] = outcome
+        tagged = {}
+        for name, info in on_source.items():
+            topic = existing.get(name)
+            if topic is None:
+                continue
+            if topic.topic_id != info.topic_id:
+                results[name] = KafkaError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Topic {name} has id {topic.topic_id} here but {info.topic_id} on the source",
+                )
+                continue
+            kept = {k: v for k, v in topic.configs.items() if k != MIRROR_STOP_REASON}
+            tagged[name] = {**kept, **configs.get(name, {}), MIRROR_NAME: mirror}
+        results.update(await self._broker.controller.set_configs_of_topics(tagged))
+        return {name: results[name] for name in names}
 
     @staticmethod
     def _excluded_topic_configs(mirror_configs: Mapping[str, str]) -> PatternList:
@@ -182,42 +244,17 @@ class MirrorLifecycle:
         except SyncFilterError as exc:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
-    async def _add_topic(self, mirror: str, name: str, excluded: PatternList) -> None:
-        # The store, not this broker's snapshot: a config set a moment ago elsewhere
-        # (``mirror.support.unclean.leader.election``) must survive the rewrite below.
-        existing = (await asyncio.to_thread(self._broker.store.topics, [name])).get(name)
-        if existing is not None:
-            current = parse_mirror_name(existing.configs.get(MIRROR_NAME))
-            if (
-                current.mirror not in (None, mirror)
-                and current.intent is not MirrorNameIntent.REMOVE
-            ):
-                raise KafkaError(
-                    ErrorCode.TOPIC_ALREADY_IN_MIRROR,
-                    f"Topic {name} is already in mirror {current.mirror}",
-                )
-            if current.mirror is not None:
-                await self._require_partitions_addable(current.mirror, existing)
-        source = await self._coordinator.sources.client(mirror)
-        view = await source.refresh_metadata([name])
-        info = view.topics.get(name)
-        if info is None or info.error != ErrorCode.NONE or info.topic_id is None:
-            raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist on the source"
-            )
-        configs = await self._source_topic_configs(source, name, excluded)
+    async def _require_addable(self, mirror: str, existing: TopicRecord | None) -> None:
         if existing is None:
-            await self._create_mirror_topic(name, info.topic_id, len(info.partitions), configs)
-            existing = self._broker.snapshot.topics[name]
-        elif existing.topic_id != info.topic_id:
+            return
+        current = parse_mirror_name(existing.configs.get(MIRROR_NAME))
+        if current.mirror not in (None, mirror) and current.intent is not MirrorNameIntent.REMOVE:
             raise KafkaError(
-                ErrorCode.INVALID_REQUEST,
-                f"Topic {name} has id {existing.topic_id} here but {info.topic_id} on the source",
+                ErrorCode.TOPIC_ALREADY_IN_MIRROR,
+                f"Topic {existing.name} is already in mirror {current.mirror}",
             )
-        kept = {k: v for k, v in existing.configs.items() if k != MIRROR_STOP_REASON}
-        await self._broker.controller.set_topic_configs(
-            name, {**kept, **configs, MIRROR_NAME: mirror}
-        )
+        if current.mirror is not None:
+            await self._require_partitions_addable(current.mirror, existing)
 
     async def _require_partitions_addable(self, mirror: str, topic: TopicRecord) -> None:
         states = await self._coordinator.states.read(
@@ -231,9 +268,11 @@ class MirrorLifecycle:
             )
 
     async def _source_topic_configs(
-        self, source: Any, name: str, excluded: PatternList
-    ) -> dict[str, str]:
-        """The source's topic-level overrides that a mirror topic copies."""
+        self, source: Any, names: list[str], excluded: PatternList
+    ) -> dict[str, dict[str, str]]:
+        """Per topic, the source's topic-level overrides that a mirror topic copies."""
+        if not names:
+            return {}
         spec = RequestSpec(
             DESCRIBE_CONFIGS_KEY,
             {
@@ -243,43 +282,26 @@ class MirrorLifecycle:
                         "resource_name": name,
                         "configuration_keys": None,
                     }
+                    for name in names
                 ],
                 "include_synonyms": False,
                 "include_documentation": False,
             },
         )
         response = await source.retrying(lambda: source.send_to_any(spec))
-        copied = {}
+        copied: dict[str, dict[str, str]] = {}
         for result in response.results:
             if result.error_code != ErrorCode.NONE:
                 continue
-            for entry in result.configs:
-                if (
-                    int(getattr(entry, "config_source", 0)) == TOPIC_CONFIG_SOURCE
-                    and entry.value is not None
-                    and entry.name in TOPIC_CONFIGS
-                    and not excluded.matches(entry.name)
-                ):
-                    copied[entry.name] = entry.value
+            copied[result.resource_name] = {
+                entry.name: entry.value
+                for entry in result.configs
+                if int(getattr(entry, "config_source", 0)) == TOPIC_CONFIG_SOURCE
+                and entry.value is not None
+                and entry.name in TOPIC_CONFIGS
+                and not excluded.matches(entry.name)
+            }
         return copied
-
-    async def _create_mirror_topic(
-        self, name: str, topic_id: uuid.UUID, partitions: int, configs: Mapping[str, str]
-    ) -> None:
-        """Create ``name`` with the source's topic id (CreateTopics v8 MirrorInfo semantics)."""
-        planned = await self._broker.controller.create_topic(
-            name, num_partitions=partitions, configs=configs, validate_only=True
-        )
-        if self._broker.snapshot.topic_by_id(topic_id) is not None:
-            raise KafkaError(
-                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic id {topic_id} is used by another topic"
-            )
-        record = dataclasses.replace(planned, topic_id=topic_id)
-        try:
-            await asyncio.to_thread(self._broker.store.create_topic, record)
-        except TopicExistsError as exc:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
-        await self._broker.refresh_metadata()
 
     async def remove_topics(
         self, mirror: str, topics: Iterable[str]

@@ -14,7 +14,7 @@ from mirrorsim.broker.auth.enforcement import authorize_topic_creation
 from mirrorsim.broker.config import resolve_topic_config
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
-from mirrorsim.broker.metadata.controller import ZERO_UUID
+from mirrorsim.broker.metadata.controller import ZERO_UUID, NewTopicRequest
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -23,33 +23,40 @@ CREATE_TOPICS_KEY = 19
 
 @handles(CREATE_TOPICS_KEY, min_version=2, max_version=8)
 async def handle(ctx: RequestContext, body: Any) -> Any:
+    """The topics that pass the request-level checks go to the controller together, so a
+    request of many topics costs one metadata refresh, not one per topic."""
     broker = ctx.broker
     counts = Counter(topic.name for topic in body.topics)
-    results = []
-    for topic in body.topics:
+    outcomes: dict[int, TopicRecord | KafkaError] = {}
+    accepted: dict[int, NewTopicRequest] = {}
+    for index, topic in enumerate(body.topics):
         if counts[topic.name] > 1:
-            error = KafkaError(
+            outcomes[index] = KafkaError(
                 ErrorCode.INVALID_REQUEST,
                 "Create topics request from client contains multiple entries for the "
                 f"following topics: {topic.name}",
             )
-            results.append(_result(topic.name, None, error, broker))
             continue
         try:
             await authorize_topic_creation(ctx, topic.name)
-            record = await broker.controller.create_topic(
-                topic.name,
-                num_partitions=topic.num_partitions,
-                replication_factor=topic.replication_factor,
-                assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
-                configs={c.name: c.value for c in topic.configs},
-                validate_only=body.validate_only,
-                topic_id=_mirror_topic_id(topic),
-            )
         except KafkaError as exc:
-            results.append(_result(topic.name, None, exc, broker))
-        else:
-            results.append(_result(topic.name, record, None, broker))
+            outcomes[index] = exc
+            continue
+        accepted[index] = NewTopicRequest(
+            topic.name,
+            num_partitions=topic.num_partitions,
+            replication_factor=topic.replication_factor,
+            assignments={a.partition_index: list(a.broker_ids) for a in topic.assignments},
+            configs={c.name: c.value for c in topic.configs},
+            topic_id=_mirror_topic_id(topic),
+        )
+    created = await broker.controller.create_topics(
+        list(accepted.values()), validate_only=body.validate_only
+    )
+    outcomes.update(zip(accepted, created, strict=True))
+    results = [
+        _result(topic.name, outcomes[index], broker) for index, topic in enumerate(body.topics)
+    ]
     return respond(body, {"throttle_time": NO_THROTTLE, "topics": results})
 
 
@@ -62,18 +69,17 @@ def _mirror_topic_id(topic: Any) -> uuid.UUID | None:
     return mirror_info.topic_id or ZERO_UUID
 
 
-def _result(
-    name: str, record: TopicRecord | None, error: KafkaError | None, broker: Any
-) -> dict[str, Any]:
-    if record is None:
+def _result(name: str, outcome: TopicRecord | KafkaError, broker: Any) -> dict[str, Any]:
+    if isinstance(outcome, KafkaError):
         return {
             "name": name,
             "topic_id": None,
-            **error_fields(error),
+            **error_fields(outcome),
             "num_partitions": -1,
             "replication_factor": -1,
             "configs": None,
         }
+    record = outcome
     configs = resolve_topic_config(record.configs, broker.config_layers())
     return {
         "name": name,

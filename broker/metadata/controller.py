@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mirrorsim.broker.config import (
@@ -39,6 +40,55 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 DEFAULT = -1
 """CreateTopics' "use the broker default" marker for partitions and replication factor."""
 ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True, slots=True)
+class NewTopicRequest:
+    """One topic of a CreateTopics request, as the controller validates it."""
+
+    name: str
+    num_partitions: int = DEFAULT
+    replication_factor: int = DEFAULT
+    assignments: Mapping[int, Sequence[int]] | None = None
+    configs: Mapping[str, str | None] | None = None
+    topic_id: uuid.UUID | None = None
+
+
+class _TakenNames:
+    """The names, collision forms and topic ids a new topic must not reuse: the snapshot's
+    topics and those planned earlier in the same request, looked up in constant time."""
+
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self._names: set[str] = set()
+        self._folded: dict[str, str] = {}
+        self._ids: dict[uuid.UUID, str] = {}
+        for topic in snapshot.topics.values():
+            self.add(topic)
+
+    def add(self, topic: TopicRecord) -> None:
+        self._names.add(topic.name)
+        self._folded.setdefault(topic.name.replace(".", "_"), topic.name)
+        self._ids.setdefault(topic.topic_id, topic.name)
+
+    def check_name(self, name: str) -> None:
+        if name in self._names:
+            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        other = self._folded.get(name.replace(".", "_"))
+        if other is not None:
+            raise KafkaError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{name}' collides with existing topic: {other}",
+            )
+
+    def check_topic_id(self, topic_id: uuid.UUID) -> None:
+        if topic_id == ZERO_UUID:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "The mirror topic id must not be zero.")
+        other = self._ids.get(topic_id)
+        if other is not None:
+            raise KafkaError(
+                ErrorCode.TOPIC_ALREADY_EXISTS,
+                f"Topic id {topic_id} is already used by topic '{other}'.",
+            )
 
 
 class MetadataController:
@@ -74,63 +124,84 @@ class MetadataController:
         validate_only: bool = False,
         topic_id: uuid.UUID | None = None,
     ) -> TopicRecord:
+        """One topic of ``create_topics``; its error is raised."""
+        request = NewTopicRequest(
+            name, num_partitions, replication_factor, assignments, configs, topic_id
+        )
+        (outcome,) = await self.create_topics([request], validate_only=validate_only)
+        if isinstance(outcome, KafkaError):
+            raise outcome
+        return outcome
+
+    async def create_topics(
+        self, requests: Sequence[NewTopicRequest], *, validate_only: bool = False
+    ) -> list[TopicRecord | KafkaError]:
+        """Each topic validated on its own, in order (a topic sees the ones before it in
+        the same request as existing); per topic, its record or its error.
+
+        The writes of the whole request run on one worker thread and are followed by one
+        metadata refresh: a refresh re-reads and diffs every partition of the cluster, so
+        one per topic made a request of many topics quadratic.
+        """
+        planned: list[TopicRecord | KafkaError] = []
+        taken = _TakenNames(self._snapshot())
+        for request in requests:
+            try:
+                record = await self._plan_topic(request, taken)
+            except KafkaError as exc:
+                planned.append(exc)
+            else:
+                taken.add(record)
+                planned.append(record)
+        if validate_only:
+            return planned
+        records = [p for p in planned if isinstance(p, TopicRecord)]
+        if not records:
+            return planned
+        refused = await asyncio.to_thread(self._write_topics, records)
+        await self._on_change()
+        return [refused.get(p.name, p) if isinstance(p, TopicRecord) else p for p in planned]
+
+    def _write_topics(self, records: Sequence[TopicRecord]) -> dict[str, KafkaError]:
+        """Another broker may have created a name since the snapshot: the store refuses it."""
+        refused = {}
+        for record in records:
+            try:
+                self._store.create_topic(record)
+            except TopicExistsError as exc:
+                refused[record.name] = KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc))
+        return refused
+
+    async def _plan_topic(self, request: NewTopicRequest, taken: _TakenNames) -> TopicRecord:
         """``topic_id`` is CreateTopics v8's ``MirrorInfo.TopicId``: the source cluster's id,
         refused if another topic here has it. KIP-1279 also requires every replica of the
         assignment to be live (not fenced, not shutting down), so that a stale log dir of
         an earlier topic with this id is never taken for the current one (KAFKA-16234);
         replicas are only ever planned or accepted on live brokers, which covers it."""
-        problem = topic_name_error(name)
+        problem = topic_name_error(request.name)
         if problem:
             raise KafkaError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        self._check_collision(name)
-        if topic_id is not None:
-            self._check_topic_id_unused(topic_id)
-        overrides = dict(configs or {})
+        taken.check_name(request.name)
+        if request.topic_id is not None:
+            taken.check_topic_id(request.topic_id)
+        overrides = dict(request.configs or {})
         try:
             validate_topic_configs(overrides)
         except ConfigError as exc:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        await self._refresh_if_brokers_unknown(assignments, replication_factor)
-        replicas = self._plan_replicas(num_partitions, replication_factor, assignments)
-        record = TopicRecord(
-            name=name,
-            topic_id=new_topic_id() if topic_id is None else topic_id,
+        await self._refresh_if_brokers_unknown(request.assignments, request.replication_factor)
+        replicas = self._plan_replicas(
+            request.num_partitions, request.replication_factor, request.assignments
+        )
+        return TopicRecord(
+            name=request.name,
+            topic_id=new_topic_id() if request.topic_id is None else request.topic_id,
             configs={k: v for k, v in overrides.items() if v is not None},
             partitions=tuple(
                 PartitionAssignment(p, r, leader=r[0], leader_epoch=0, isr=r)
                 for p, r in sorted(replicas.items())
             ),
         )
-        if validate_only:
-            return record
-        try:
-            await asyncio.to_thread(self._store.create_topic, record)
-        except TopicExistsError as exc:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, str(exc)) from None
-        await self._on_change()
-        return record
-
-    def _check_topic_id_unused(self, topic_id: uuid.UUID) -> None:
-        if topic_id == ZERO_UUID:
-            raise KafkaError(ErrorCode.INVALID_REQUEST, "The mirror topic id must not be zero.")
-        other = self._snapshot().topic_by_id(topic_id)
-        if other is not None:
-            raise KafkaError(
-                ErrorCode.TOPIC_ALREADY_EXISTS,
-                f"Topic id {topic_id} is already used by topic '{other.name}'.",
-            )
-
-    def _check_collision(self, name: str) -> None:
-        existing = self._snapshot().topics
-        if name in existing:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        folded = name.replace(".", "_")
-        for other in existing:
-            if other.replace(".", "_") == folded:
-                raise KafkaError(
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Topic '{name}' collides with existing topic: {other}",
-                )
 
     async def _refresh_if_brokers_unknown(
         self, assignments: Mapping[int, Sequence[int]] | None, replication_factor: int
@@ -255,11 +326,34 @@ class MetadataController:
 
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides, internal ones included (the mirror APIs use this)."""
-        try:
-            await asyncio.to_thread(self._store.set_topic_configs, name, configs)
-        except UnknownTopicError:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) from None
-        await self._on_change()
+        error = (await self.set_configs_of_topics({name: configs}))[name]
+        if error is not None:
+            raise error
+
+    async def set_configs_of_topics(
+        self, changes: Mapping[str, Mapping[str, str]]
+    ) -> dict[str, KafkaError | None]:
+        """``set_topic_configs`` for many topics: the writes on one worker thread, then one
+        metadata refresh. Per topic, None or its error."""
+        if not changes:
+            return {}
+        outcomes = await asyncio.to_thread(self._write_topic_configs, changes)
+        if any(error is None for error in outcomes.values()):
+            await self._on_change()
+        return outcomes
+
+    def _write_topic_configs(
+        self, changes: Mapping[str, Mapping[str, str]]
+    ) -> dict[str, KafkaError | None]:
+        outcomes: dict[str, KafkaError | None] = {}
+        for name, configs in changes.items():
+            try:
+                self._store.set_topic_configs(name, configs)
+            except UnknownTopicError:
+                outcomes[name] = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            else:
+                outcomes[name] = None
+        return outcomes
 
     async def alter_broker_configs(
         self, resource_name: str, ops: Sequence[AlterConfigOp], *, validate_only: bool = False

@@ -139,7 +139,11 @@ class ReplicaManager:
             return
         partition = self._partitions.get(key)
         if partition is None:
-            partition_log = self._log_manager.get_or_create(
+            # Opening a log creates its directory and files and fsyncs its metadata: on a
+            # worker thread, so that a CreateTopics of thousands of partitions does not
+            # stall every other request of this broker.
+            partition_log = await asyncio.to_thread(
+                self._log_manager.get_or_create,
                 state.topic,
                 state.partition,
                 LogConfig.from_topic_config(state.configs),
