@@ -137,6 +137,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
         target = data.draw(st.integers(self.log_start, self.next_offset + 2))
         event(f"truncated: {self.log.truncate_to(target)}")
         if target >= self.next_offset:
+            if target == self.next_offset:
+                self.forget_epochs_at_log_end()
             return
         straddling = [b for b in self.model if b.base_offset < target <= b.last_offset]
         self.model = [b for b in self.model if b.last_offset < target]
@@ -261,7 +263,18 @@ class PartitionLogMachine(RuleBasedStateMachine):
         covered = [e for e in expected if e.start_offset <= self.log_start]
         if covered:
             expected = [EpochEntry(covered[-1].epoch, self.log_start), *expected[len(covered) :]]
-        assert self.log.epoch_cache.epoch_entries == expected
+        actual = self.log.epoch_cache.epoch_entries
+        live = [b for b in self.model if b.last_offset >= self.log_start]
+        # When the log start lies in an offset gap, nothing in the log says whether the first
+        # epoch began there or at the first batch, and recovery relearns the latter.
+        if (
+            expected
+            and live
+            and live[0].base_offset > expected[0].start_offset
+            and actual[:1] == [EpochEntry(expected[0].epoch, live[0].base_offset)]
+        ):
+            expected = [actual[0], *expected[1:]]
+        assert actual == expected
 
     @invariant()
     def indexes_agree_with_log(self) -> None:
@@ -280,6 +293,6 @@ class PartitionLogMachine(RuleBasedStateMachine):
 
 
 PartitionLogMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=30, deadline=None
+    max_examples=150, stateful_step_count=30, deadline=None
 )
 TestPartitionLog = PartitionLogMachine.TestCase
