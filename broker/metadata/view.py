@@ -74,16 +74,22 @@ def partition_changes(
 
     A topic deleted and re-created under the same name has a new topic id: its old
     partitions are reported removed and its new ones changed. A broker-level config
-    change (``old_layers`` to ``new_layers``) changes every partition it reaches.
+    change (``old_layers`` to ``new_layers``) changes every partition it reaches. A topic
+    whose record and config layers are both unchanged is skipped whole: a partition's state
+    is a function of those two, and comparing one record is far cheaper than building and
+    comparing every partition's state on each refresh of a large cluster.
     """
     changed: list[PartitionState] = []
     removed: list[tuple[str, int]] = []
+    same_layers = old_layers == new_layers
     for name, before in old.items():
         after = new.get(name)
         if after is None or after.topic_id != before.topic_id:
             removed.extend((name, p.partition) for p in before.partitions)
     for name, after in new.items():
         before = old.get(name)
+        if same_layers and before == after:
+            continue
         previous = (
             {s.partition: s for s in partition_states(before, old_layers)}
             if before is not None and before.topic_id == after.topic_id
