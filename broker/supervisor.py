@@ -26,10 +26,17 @@ from typing import IO
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.config import stringify
 from mirrorsim.broker.ports import restartable_port
+from mirrorsim.client.builder import build_request
+from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
+from mirrorsim.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 60.0
+VIEW_POLL_S = 0.05
+PROBE_TIMEOUT_MS = 5000
+DESCRIBE_CLUSTER_KEY = 60
 
 
 class BrokerStartError(RuntimeError):
@@ -92,9 +99,31 @@ class ProcessCluster:
                     for i in range(2, self.spec.brokers + 1)
                 )
             )
+            await self._await_full_view()
         except BaseException:
             await self.stop()
             raise
+
+    async def _await_full_view(self) -> None:
+        """A ready line says a broker serves; a broker learns of the ones that registered
+        after it only at its next metadata refresh. The cluster counts as started once
+        every broker's DescribeCluster lists them all, so a request to any broker right
+        after ``start`` (a replica assignment naming any of them) sees the whole cluster."""
+        expected = set(self.brokers)
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            for broker in self.brokers.values():
+                try:
+                    while await _described_broker_ids(self.spec.host, broker.port) < expected:
+                        await asyncio.sleep(VIEW_POLL_S)
+                except (KafkaConnectionError, KafkaError, RequestTimedOut) as exc:
+                    log.info(
+                        "cluster %s: not waiting for a full view (a plain connection to "
+                        "broker %d failed: %s)",
+                        self.name,
+                        broker.broker_id,
+                        exc,
+                    )
+                    return
 
     def _port(self, broker_id: int) -> int:
         """The configured port, or (port 0) one that stays free while the broker restarts."""
@@ -242,3 +271,22 @@ def _tail(path: Path, lines: int = 20) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError as exc:
         return f"(unreadable: {exc})"
+
+
+async def _described_broker_ids(host: str, port: int) -> set[int]:
+    """The live brokers one broker's own metadata lists, asked over the wire."""
+    connection = BrokerConnection(
+        host, port, client_id="mirrorsim-supervisor", request_timeout_ms=PROBE_TIMEOUT_MS
+    )
+    await connection.connect()
+    try:
+        response = await connection.send(
+            build_request(
+                DESCRIBE_CLUSTER_KEY,
+                0,
+                {"include_cluster_authorized_operations": False},
+            )
+        )
+    finally:
+        await connection.close()
+    return {int(b.broker_id) for b in response.brokers}
