@@ -155,8 +155,8 @@ async def _mirror_paused(
     """An established mirror, paused, so only the copy is timed.
 
     Each partition holds one record before the pause: a partition's first append at a
-    leader epoch writes (and fsyncs) its leader-epoch checkpoint, a one-off cost per
-    partition and epoch that is not throughput.
+    leader epoch writes its leader-epoch checkpoint, a one-off cost per partition and
+    epoch that is not throughput.
     """
     async with Admin(bootstrap=source.bootstrap) as admin:
         (await admin.create_topics([NewTopic(TOPIC, partitions)])).all()

@@ -51,7 +51,6 @@ from typing import Any
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import PartitionAssignment
-from mirrorsim.coordinator.epoch_starts import LeaderEpochStarts
 from mirrorsim.coordinator.leader_epochs import LeaderEpochBumper
 from mirrorsim.coordinator.replica_truncation import (
     FollowerFetch,
@@ -126,7 +125,6 @@ class MirrorCoordinator:
         self.state_topic = MirrorStateTopic(broker)
         self.states = MirrorStateClient(broker, self.state_topic)
         self.leader_epochs = LeaderEpochBumper(broker)
-        self._epoch_starts = LeaderEpochStarts(broker)
         self.sources = SourceClusters(
             broker.broker_id, self._mirror_configs, MirrorSourceClusters(broker.store).record
         )
@@ -156,7 +154,6 @@ class MirrorCoordinator:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.leader_epochs.close()
-        await self._epoch_starts.close()
         await self.fetchers.shutdown()
         await self.sources.close_all()
         await self.states.close()
@@ -447,7 +444,14 @@ class MirrorCoordinator:
         await self.leader_epochs.bump(topic, assignment.partition, epoch)
 
     async def _append_pid_reset(self, topic: str, partition: int, source_cluster_id: str) -> None:
-        await self._epoch_starts.open_at_log_end(topic, partition)
+        """MIRROR_PID_RESET is the first batch of the partition's new leader epoch, so the
+        epoch's start goes into the epoch cache at the log end first and the cache never
+        lags behind the log's batches. That checkpoint write is unsynced: after a crash,
+        recovery relearns epoch starts from the batches above its recovery point (the
+        reset included) and drops an epoch no batch has started, which the resumed
+        STOPPING sequence opens again (broker/log/epoch_cache.py)."""
+        target = self._broker.replica_manager.partition(topic, partition)
+        target.log.epoch_cache.assign(target.leader_epoch, target.log_end_offset)
         reset = build_control_batch(
             ControlRecordType.MIRROR_PID_RESET,
             producer_id=-1,
