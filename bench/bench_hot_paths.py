@@ -41,7 +41,7 @@ from mirrorsim.client.cluster import (
     _metadata_from_response,
 )
 from mirrorsim.protocol.errors import error_code_from_wire
-from mirrorsim.protocol.framing import FrameSplitter
+from mirrorsim.protocol.framing import FrameAssembler
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _SIZE = struct.Struct(">i")
@@ -182,7 +182,7 @@ class _CopyTwiceSplitter:
         return frames
 
 
-def _feed_all(splitter: FrameSplitter | _CopyTwiceSplitter, chunks: list[bytes]) -> None:
+def _feed_all(splitter: FrameAssembler | _CopyTwiceSplitter, chunks: list[bytes]) -> None:
     for chunk in chunks:
         splitter.feed(chunk)
 
@@ -199,7 +199,7 @@ def bench_frames(repeat: int) -> list[Row]:
         rows.append(
             Row(
                 name,
-                _time_us(lambda c=chunks: _feed_all(FrameSplitter(), c), repeat),
+                _time_us(lambda c=chunks: _feed_all(FrameAssembler(), c), repeat),
                 _time_us(lambda c=chunks: _feed_all(_CopyTwiceSplitter(), c), repeat),
             )
         )

@@ -13,7 +13,8 @@ cycle), in three shapes:
 
 - first: every group is behind on the destination (G OffsetCommits) — the first cycle;
 - steady: both clusters already equal (the common cycle: reads only, no operation);
-- drifted: a tenth of the topics got a config change on the source.
+- drifted: a tenth of the topics got a config change on the source (median of
+  ``DRIFT_ROUNDS`` rounds, each changing the value again).
 
 Baseline, measured in the same run: reading the source's topic view alone (one Metadata
 and one DescribeConfigs for the mirror's topics), the floor of any cycle. The ratio says
@@ -63,6 +64,8 @@ SLOW_REQUEST_CONFIG = {"request.timeout.ms": "300000", "default.api.timeout.ms":
 """Setup requests at full scale (CreateTopics or AddTopicsToMirror of 1,000 partitions on a
 shared machine) may outlast the client's default 30 s."""
 STEADY_REPEATS = 5
+DRIFT_ROUNDS = 3
+DRIFTED_RETENTIONS_MS = ("3600000", "7200000")
 MIRRORING_TIMEOUT_S = 900.0
 SOURCE_STOP_TIMEOUT_S = 300.0
 """A clean shutdown of 10,000 partitions writes their checkpoints; give it time before
@@ -106,11 +109,13 @@ async def _commit_source_groups(admin: Admin, topics: list[str], groups: int) ->
         )
 
 
-async def _drift_configs(admin: Admin, topics: list[str]) -> int:
+async def _drift_configs(admin: Admin, topics: list[str], retention_ms: str) -> int:
     drifted = topics[::10]
     for chunk in _chunks(drifted):
         ops = {
-            ConfigResource(ConfigResourceType.TOPIC, t): [AlterConfigOp("retention.ms", "3600000")]
+            ConfigResource(ConfigResourceType.TOPIC, t): [
+                AlterConfigOp("retention.ms", retention_ms)
+            ]
             for t in chunk
         }
         (await admin.incremental_alter_configs(ops)).all()
@@ -164,10 +169,14 @@ async def run(topic_count: int, group_count: int, data_dir: Path) -> dict[str, A
                 (await _timed(lambda: _source_topic_view(source_admin, topics)))[0]
                 for _ in range(STEADY_REPEATS)
             ]
-            drifted_count = await _drift_configs(source_admin, topics)
-            drifted_s, drifted = await _timed(lambda: manager.refresh_now(MIRROR))
+            drifted_rounds = []
+            for round_index in range(DRIFT_ROUNDS):
+                retention_ms = DRIFTED_RETENTIONS_MS[round_index % len(DRIFTED_RETENTIONS_MS)]
+                drifted_count = await _drift_configs(source_admin, topics, retention_ms)
+                drifted_rounds.append(await _timed(lambda: manager.refresh_now(MIRROR)))
     baseline_s = statistics.median(baseline)
     steady_s = statistics.median(steady)
+    drifted_s = statistics.median(seconds for seconds, _ in drifted_rounds)
     return {
         "topics": topic_count,
         "partitions": topic_count * PARTITIONS_PER_TOPIC,
@@ -190,9 +199,10 @@ async def run(topic_count: int, group_count: int, data_dir: Path) -> dict[str, A
             "drifted": {
                 "seconds": round(drifted_s, 4),
                 "ratio": round(drifted_s / baseline_s, 2),
+                "rounds": [round(seconds, 4) for seconds, _ in drifted_rounds],
                 "config_changes_at_source": drifted_count,
-                "topic_operations": len(drifted.topic_operations),
-                "errors": sum(drifted.errors.values()),
+                "topic_operations": [len(report.topic_operations) for _, report in drifted_rounds],
+                "errors": sum(sum(report.errors.values()) for _, report in drifted_rounds),
             },
         },
     }

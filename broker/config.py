@@ -314,6 +314,32 @@ def _broker_synonyms_of_topic_configs() -> list[ConfigDef]:
     ]
 
 
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+_LISTENER_JAAS_CONFIG = re.compile(
+    r"listener\.name\.[a-z0-9_-]+\.(plain|scram-sha-256|scram-sha-512)\.sasl\.jaas\.config"
+)
+_JAAS_CONFIG_DEF = ConfigDef(
+    "listener.name.<listener>.<mechanism>.sasl.jaas.config",
+    ConfigType.PASSWORD,
+    None,
+    sensitive=True,
+    read_only=True,
+)
+
+
+def listener_jaas_config_name(listener: str, mechanism: str) -> str:
+    """Kafka's per-listener JAAS config name: listener and mechanism in lower case."""
+    return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+
+
+def _static_config_def(name: str) -> ConfigDef | None:
+    """A broker config definition, including the listener-prefixed JAAS configs, which
+    only a config file sets (they are never described nor altered)."""
+    if _LISTENER_JAAS_CONFIG.fullmatch(name):
+        return _JAAS_CONFIG_DEF
+    return BROKER_CONFIGS.get(name)
+
+
 def _security_configs() -> list[ConfigDef]:
     """Listeners, SASL, TLS and authorizer settings (see docs/security.md); all static."""
     return [
@@ -326,10 +352,24 @@ def _security_configs() -> list[ConfigDef]:
         ),
         _broker("inter.broker.listener.name", T.STRING, None, read_only=True),
         _broker(
+            "security.inter.broker.protocol",
+            T.STRING,
+            None,
+            one_of("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"),
+            read_only=True,
+        ),
+        _broker(
+            "sasl.mechanism.inter.broker.protocol",
+            T.STRING,
+            "PLAIN",
+            one_of(*SASL_MECHANISMS),
+            read_only=True,
+        ),
+        _broker(
             "sasl.enabled.mechanisms",
             T.LIST,
-            "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            one_of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+            ",".join(SASL_MECHANISMS),
+            one_of(*SASL_MECHANISMS),
             read_only=True,
         ),
         ConfigDef("sasl.users", T.PASSWORD, None, sensitive=True, read_only=True),
@@ -337,6 +377,7 @@ def _security_configs() -> list[ConfigDef]:
         _broker("ssl.key.location", T.STRING, None, read_only=True),
         ConfigDef("ssl.key.password", T.PASSWORD, None, sensitive=True, read_only=True),
         _broker("ssl.truststore.location", T.STRING, None, read_only=True),
+        _broker("ssl.endpoint.identification.algorithm", T.STRING, "https", read_only=True),
         _broker(
             "ssl.client.auth",
             T.STRING,
@@ -537,7 +578,7 @@ def normalize_static_configs(configs: Mapping[str, Any]) -> dict[str, str]:
     """Static broker configs from a config file, validated; raises ConfigError."""
     result = {name: stringify(value) for name, value in configs.items()}
     for name, value in result.items():
-        definition = BROKER_CONFIGS.get(name)
+        definition = _static_config_def(name)
         if definition is None:
             raise ConfigError(f"Unknown broker config name: {name}")
         definition.parse(value)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import mirrorsim.broker.handlers  # noqa: F401  (registers every handler)
+from mirrorsim.broker.auth.inter_broker import inter_broker_client_config
 from mirrorsim.broker.config import (
     BrokerConfigLayers,
     effective_broker_config,
@@ -92,6 +93,10 @@ class Broker:
             ),
             self.config,
         )
+        self.inter_broker_client = inter_broker_client_config(
+            self.config, self.static_configs, self.server.inter_broker_listener
+        )
+        """How every internal client authenticates on the inter-broker listener."""
         self.store: MetadataStore
         self.controller: MetadataController
         self.log_manager: LogManager
@@ -195,6 +200,7 @@ class Broker:
                 replica_manager=self.replica_manager,
                 endpoint=self._endpoint,
                 config=FetcherConfig.from_broker_config(self.config),
+                security=self.inter_broker_client,
             ),
             self.cluster_controller.alter_isr,
         )
@@ -284,11 +290,14 @@ class Broker:
     async def refresh_metadata(self) -> None:
         """Re-read the store and hand every partition change to the replica manager.
 
+        Only the broker rows are re-read when the store's change counter did not move
+        (``MetadataStore.snapshot``); the live-broker set is recomputed either way.
+
         Serialized by a lock so that two refreshes never apply their diffs out of order
         (the diff is against the last applied snapshot).
         """
         async with self._refresh_lock:
-            fresh = await asyncio.to_thread(self.store.snapshot)
+            fresh = await asyncio.to_thread(self.store.snapshot, self.snapshot)
             changed, removed = partition_changes(
                 self.snapshot.topics,
                 fresh.topics,

@@ -55,6 +55,7 @@ from mirrorsim.client.admin_types import (
     TopicPartition,
 )
 from mirrorsim.client.cluster import BrokerInfo, ClusterClient, CoordinatorType, RequestSpec
+from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION
 from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -95,7 +96,7 @@ class Admin:
         self,
         bootstrap: str,
         *,
-        config: Mapping[str, str] = MappingProxyType({}),
+        config: Mapping[str, str] | ClientConfig = MappingProxyType({}),
         client_id: str = "mirrorsim-admin",
     ) -> None:
         self.cluster = ClusterClient(bootstrap, client_id=client_id, config=config)
@@ -118,7 +119,7 @@ class Admin:
         cls,
         bootstrap: str,
         *,
-        config: Mapping[str, str] = MappingProxyType({}),
+        config: Mapping[str, str] | ClientConfig = MappingProxyType({}),
         client_id: str = "mirrorsim-admin",
     ) -> SyncAdmin:
         """A blocking facade for scripts and the CLI; call ``close()`` (or use ``with``)."""

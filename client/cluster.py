@@ -131,11 +131,19 @@ def is_retriable(exc: BaseException) -> bool:
 
 class ClusterClient:
     def __init__(
-        self, bootstrap: str, *, client_id: str, config: Mapping[str, str] = MappingProxyType({})
+        self,
+        bootstrap: str,
+        *,
+        client_id: str,
+        config: Mapping[str, str] | ClientConfig = MappingProxyType({}),
     ) -> None:
+        """``config`` is Kafka client properties, or a ready ``ClientConfig`` (the
+        brokers' internal clients share one, with its TLS context, built at start)."""
         self.bootstrap = parse_bootstrap(bootstrap)
         self.client_id = client_id
-        self.config = ClientConfig.from_properties(config)
+        self.config = (
+            config if isinstance(config, ClientConfig) else ClientConfig.from_properties(config)
+        )
         self._metadata = ClusterMetadata(None, -1, {}, {})
         self._connections: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}

@@ -35,9 +35,14 @@ class SaslSettings:
             )
 
 
+def jaas_options(jaas_config: str) -> dict[str, str]:
+    """The ``key="value"`` options of a JAAS login module line, quotes unescaped."""
+    return {key: value.replace('\\"', '"') for key, value in _JAAS_OPTION.findall(jaas_config)}
+
+
 def credentials_from_jaas(jaas_config: str) -> tuple[str, str]:
     """(username, password) from a ``sasl.jaas.config`` line (Plain or Scram LoginModule)."""
-    options = {key: value.replace('\\"', '"') for key, value in _JAAS_OPTION.findall(jaas_config)}
+    options = jaas_options(jaas_config)
     try:
         return options["username"], options["password"]
     except KeyError as exc:

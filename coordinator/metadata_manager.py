@@ -163,6 +163,7 @@ class MirrorMetadataManager:
             admin = Admin(
                 self._broker.bootstrap,
                 client_id=f"broker-{self._broker.broker_id}-mirror-metadata",
+                config=self._broker.inter_broker_client,
             )
             await admin.start()
             self._destination = admin
@@ -176,6 +177,7 @@ class MirrorMetadataManager:
                 ClusterClient(
                     self._broker.bootstrap,
                     client_id=f"broker-{self._broker.broker_id}-mirror-metadata-commit-{i}",
+                    config=self._broker.inter_broker_client,
                 )
                 for i in range(COMMIT_CONNECTIONS)
             ]

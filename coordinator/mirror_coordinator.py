@@ -13,10 +13,10 @@ so nothing is queued and nothing is lost.
 Entry actions:
 
 - PREPARING: ask the source for the last mirrored epoch (LastMirroredEpochs; -1 when it
-  knows none or lacks the API) and cut the log at the first local epoch above it, then
-  wait until every ISR member (every replica with
-  ``mirror.support.unclean.leader.election``) has cut its log too
-  (``replica_truncation``), polling; TRUNCATION_COMPLETE, or FAILURE when they do not
+  knows none or lacks the API) and cut the log at the first local epoch above it (an
+  empty log has nothing to cut and skips the question), then wait until every ISR
+  member (every replica with ``mirror.support.unclean.leader.election``) has cut its log
+  too (``replica_truncation``), polling; TRUNCATION_COMPLETE, or FAILURE when they do not
   within ``replica.lag.time.max.ms``;
 - MIRRORING: hand the partition to the MirrorFetcherManager;
 - PAUSING: remove its fetcher, then FETCHERS_REMOVED;
@@ -26,10 +26,12 @@ Entry actions:
   epoch, then STOP_COMPLETE; only then does the partition accept produce requests;
 - FAILED: remove its fetcher.
 
-The steps that cost a round trip (state writes, the leader epoch bump, the checkpoint of
-the new epoch) are coalesced across partitions (``coordinator/batching.py``): each task
-still awaits its own step, but a thousand partitions failing over together share a few
-appends, one metadata-store transaction and one refresh, and one round of parallel fsyncs.
+The steps that cost a round trip (state writes, LastMirroredEpochs, the leader epoch
+bump) are coalesced across partitions (``coordinator/batching.py``): each task still
+awaits its own step, but a thousand partitions preparing or failing over together share
+one LastMirroredEpochs request, a few appends, and one metadata-store transaction and
+refresh. The stop cut comes from the producer state and the ``.txnindex``
+(``stop_transactions.py``), so STOPPING reads no batch of the log.
 
 A partition that loses leadership is forgotten here (the new leader loads its state).
 A leader that loads a stored MIRRORING state (it just became leader, or restarted)
@@ -51,6 +53,7 @@ from typing import Any
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.coordinator.last_mirrored_epochs import LastMirroredEpochQueries
 from mirrorsim.coordinator.leader_epochs import LeaderEpochBumper
 from mirrorsim.coordinator.replica_truncation import (
     FollowerFetch,
@@ -70,6 +73,7 @@ from mirrorsim.coordinator.state_machine import (
     parse_mirror_name,
 )
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
+from mirrorsim.coordinator.stop_transactions import transactions_deciding_stop_cut
 from mirrorsim.fetcher.manager import MirrorFetcherManager
 from mirrorsim.fetcher.truncation import (
     AppendMirrorPidReset,
@@ -78,16 +82,9 @@ from mirrorsim.fetcher.truncation import (
     TruncateTo,
     lme_truncation_offset,
     stopping_plan,
-    transaction_spans,
 )
 from mirrorsim.protocol.errors import KafkaError
-from mirrorsim.protocol.records import (
-    ControlRecordType,
-    RawBatch,
-    build_control_batch,
-    decode_control_batch,
-)
-from mirrorsim.protocol.records.control import TransactionMarker
+from mirrorsim.protocol.records import ControlRecordType, RawBatch, build_control_batch
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +125,7 @@ class MirrorCoordinator:
         self.sources = SourceClusters(
             broker.broker_id, self._mirror_configs, MirrorSourceClusters(broker.store).record
         )
+        self.last_mirrored_epochs = LastMirroredEpochQueries(self.sources)
         self.fetchers = MirrorFetcherManager(
             broker_id=broker.broker_id,
             sink=self,
@@ -154,6 +152,7 @@ class MirrorCoordinator:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.leader_epochs.close()
+        await self.last_mirrored_epochs.close()
         await self.fetchers.shutdown()
         await self.sources.close_all()
         await self.states.close()
@@ -382,12 +381,18 @@ class MirrorCoordinator:
         )
 
     async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> None:
+        """Cut at the source's LME. A log with nothing in it (a new mirror topic) has
+        nothing to cut whatever the LME is, so the source is not asked; only the epoch
+        this broker opened at offset 0 as leader goes, so that the first fetch does not
+        name an epoch the source never had as its last fetched one."""
         key = status.key
-        epochs = await self.sources.last_mirrored_epochs(
-            key.mirror, key.topic, key.topic_id, [key.partition]
-        )
-        lme = epochs[key.partition]
         partition_log = self.local_log(key.topic, key.partition)
+        if partition_log.log_end_offset == 0:
+            self._broker.replica_manager.truncate_to(key.topic, key.partition, 0)
+            return
+        lme = await self.last_mirrored_epochs.last_mirrored_epoch(
+            key.mirror, key.topic, key.topic_id, key.partition
+        )
         offset = lme_truncation_offset(
             partition_log.epoch_cache.epoch_entries, lme, partition_log.log_end_offset
         )
@@ -401,12 +406,7 @@ class MirrorCoordinator:
             partition_log.log_end_offset,
         )
         if lme == NO_EPOCH:
-            # A new mirror topic's log is empty at offset 0 already: restarting it would
-            # only rewrite (and fsync) four checkpoint files per partition.
-            if partition_log.log_end_offset or partition_log.epoch_cache.epoch_entries:
-                self._broker.replica_manager.truncate_fully_and_start_at(
-                    key.topic, key.partition, 0
-                )
+            self._broker.replica_manager.truncate_fully_and_start_at(key.topic, key.partition, 0)
         else:
             self._broker.replica_manager.truncate_to(key.topic, key.partition, offset)
 
@@ -419,7 +419,12 @@ class MirrorCoordinator:
             epoch_entries=partition_log.epoch_cache.epoch_entries,
             log_end_offset=partition_log.log_end_offset,
             last_stable_offset=partition.last_stable_offset,
-            transactions=transaction_spans(_transaction_facts(partition_log.batches())),
+            transactions=transactions_deciding_stop_cut(
+                last_stable_offset=partition.last_stable_offset,
+                log_start_offset=partition_log.log_start_offset,
+                open_transactions=partition_log.producer_state.ongoing_transactions(),
+                aborted_ending_at_or_after=partition_log.aborted_transactions_ending_at_or_after,
+            ),
             current_leader_epoch=assignment.leader_epoch,
             source_cluster_id=self.sources.cluster_ids.get(key.mirror, ""),
         )
@@ -497,18 +502,3 @@ class MirrorCoordinator:
         if status is not None:
             status.relocating = True
             self.kick((topic, partition))
-
-
-def _transaction_facts(
-    batches: Any,
-) -> list[tuple[int, int, bool, bool, bool | None]]:
-    facts = []
-    for batch in batches:
-        if not batch.is_transactional:
-            continue
-        aborted = None
-        if batch.is_control:
-            marker = decode_control_batch(batch)
-            aborted = isinstance(marker, TransactionMarker) and not marker.is_commit
-        facts.append((batch.base_offset, batch.producer_id, True, batch.is_control, aborted))
-    return facts

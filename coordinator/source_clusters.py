@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
-from mirrorsim.client.errors import UnsupportedVersion
-from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.client.errors import UnsupportedVersion, error_from_wire
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 BOOTSTRAP_SERVERS = "bootstrap.servers"
@@ -117,31 +117,47 @@ class SourceClusters:
                 await self.close(mirror)
 
     async def last_mirrored_epochs(
-        self, mirror: str, topic: str, topic_id: uuid.UUID, partitions: Iterable[int]
-    ) -> dict[int, int]:
-        """The source's LME per partition (LastMirroredEpochs, 97); -1 where it has none.
+        self, mirror: str, wanted: Mapping[tuple[str, uuid.UUID], Iterable[int]]
+    ) -> dict[tuple[str, int], int]:
+        """The source's LME per (topic, partition) (LastMirroredEpochs, 97), every topic
+        asked in one request; -1 where it has none.
 
         A source that does not serve the API (an older Kafka) knows no LME: -1 everywhere,
-        which makes the destination start over from scratch.
+        which makes the destination start over from scratch. A refusal (the mirror's
+        principal lacks READ on the source cluster) raises instead: answering -1 would
+        discard a failing-back destination's whole log for a missing grant.
         """
-        wanted = sorted(partitions)
-        answer = dict.fromkeys(wanted, NO_EPOCH)
+        topics = [
+            {"topic_id": topic_id, "topic_name": topic, "partitions": sorted(set(partitions))}
+            for (topic, topic_id), partitions in wanted.items()
+        ]
+        answer = {(t["topic_name"], p): NO_EPOCH for t in topics for p in t["partitions"]}
         client = await self.client(mirror)
         spec = RequestSpec(
-            MirrorApiKey.LAST_MIRRORED_EPOCHS,
-            {
-                "mirror_name": mirror,
-                "topics": [{"topic_id": topic_id, "topic_name": topic, "partitions": wanted}],
-            },
+            MirrorApiKey.LAST_MIRRORED_EPOCHS, {"mirror_name": mirror, "topics": topics}
         )
         try:
             response = await client.retrying(lambda: client.send_to_any(spec))
         except UnsupportedVersion:
             return answer
+        if response.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED:
+            raise KafkaError(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, response.error_message)
+        _raise_if_retriable(response.error_code, response.error_message)
         if response.error_code != ErrorCode.NONE:
             return answer
         for t in response.topics:
             for p in t.partitions:
-                if p.error_code == ErrorCode.NONE and int(p.partition_index) in answer:
-                    answer[int(p.partition_index)] = int(p.last_mirrored_epoch)
+                key = (str(t.topic_name), int(p.partition_index))
+                _raise_if_retriable(p.error_code, f"{key[0]}-{key[1]}")
+                if p.error_code == ErrorCode.NONE and key in answer:
+                    answer[key] = int(p.last_mirrored_epoch)
         return answer
+
+
+def _raise_if_retriable(code: int, message: str | None) -> None:
+    """A source whose state coordinator is moving or loading still knows its last mirrored
+    epochs: answering -1 for it would make the destination discard its whole log, so the
+    partition stays in PREPARING and asks again."""
+    error = error_from_wire(code, message or "last mirrored epoch not available yet")
+    if error is not None and error.retriable:
+        raise error

@@ -66,6 +66,10 @@ class MirrorStateClient:
             await self._peers.close()
             self._peers = None
 
+    @property
+    def topic_exists(self) -> bool:
+        return self._topic.exists
+
     def _topic_id(self, topic: str) -> uuid.UUID:
         record = self._broker.snapshot.topics.get(topic)
         if record is None:
@@ -120,7 +124,9 @@ class MirrorStateClient:
     async def _peer_client(self) -> ClusterClient:
         if self._peers is None:
             self._peers = ClusterClient(
-                self._broker.bootstrap, client_id=f"broker-{self._broker.broker_id}-mirror-states"
+                self._broker.bootstrap,
+                client_id=f"broker-{self._broker.broker_id}-mirror-states",
+                config=self._broker.inter_broker_client,
             )
             await self._peers.start()
         return self._peers

@@ -14,8 +14,16 @@ then runs three stages, each reading its own views right before diffing them:
   through the destination's group coordinator with OffsetCommit, as Kafka's Admin does;
 - ACLs: DescribeAcls on the source against the destination's ACL store.
 
+The stages are independent (the group stage syncs the topics that were MIRRORING when
+the cycle started, whatever the topic stage does to them), so once the group offsets of
+both clusters are read, the group commits (destination work), the topic stage (whose
+DescribeConfigs is the source's largest answer) and the ACL stage run concurrently: a
+first cycle that commits hundreds of groups no longer waits for the source's topic view
+before starting them. The group reads go first because a source connection answers one
+request at a time, and they would otherwise queue behind that DescribeConfigs.
+
 A failure inside a stage is logged and counted under that stage's metric and does not
-stop the later stages; a failure of one operation (one topic, one group) does not stop
+stop the other stages; a failure of one operation (one topic, one group) does not stop
 the others. Destination reads happen after the source reads, so a cycle never acts on a
 destination view older than the source view it compares with.
 """
@@ -29,7 +37,7 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from mirrorsim.broker.auth.acl import (
     AclBinding,
@@ -59,6 +67,7 @@ from mirrorsim.coordinator.sync import (
     CreatePartitions,
     DeleteAcls,
     GroupConflict,
+    GroupSyncPlan,
     GroupType,
     GroupView,
     MirrorSyncFilters,
@@ -80,6 +89,8 @@ from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
+
+StageResult = TypeVar("StageResult")
 
 OFFSET_COMMIT_KEY = 8
 OFFSET_FETCH_KEY = 9
@@ -198,17 +209,24 @@ class MirrorSyncExecutor:
         metadata = await source.cluster.retrying(lambda: source.cluster.refresh_metadata(synced))
         if not await self._check_cluster_id(report, metadata.cluster_id):
             return report
-        await self._stage(
-            report,
-            SyncError.METADATA_REFRESH,
-            self._sync_topics(report, source, metadata, mirror_topics, filters),
-        )
-        await self._stage(
+        group_plan = await self._stage(
             report,
             SyncError.CONSUMER_GROUP_OFFSET,
-            self._sync_groups(report, source, mirror_topics, filters.groups_include),
+            self._plan_groups(report, source, mirror_topics, filters.groups_include),
         )
-        await self._stage(report, SyncError.ACL, self._sync_acls(report, source, filters))
+        await asyncio.gather(
+            self._stage(
+                report,
+                SyncError.CONSUMER_GROUP_OFFSET,
+                self._commit_group_plan(report, group_plan),
+            ),
+            self._stage(
+                report,
+                SyncError.METADATA_REFRESH,
+                self._sync_topics(report, source, metadata, mirror_topics, filters),
+            ),
+            self._stage(report, SyncError.ACL, self._sync_acls(report, source, filters)),
+        )
         return report
 
     async def _check_cluster_id(self, report: SyncCycleReport, observed: str | None) -> bool:
@@ -242,12 +260,16 @@ class MirrorSyncExecutor:
         report.errors[kind] += 1
         self._record_error(kind)
 
-    async def _stage(self, report: SyncCycleReport, kind: SyncError, work: Awaitable[None]) -> None:
+    async def _stage(
+        self, report: SyncCycleReport, kind: SyncError, work: Awaitable[StageResult]
+    ) -> StageResult | None:
+        """The stage's result, or None once its failure is logged and counted."""
         try:
-            await work
+            return await work
         except Exception:
             log.exception("mirror %s: %s stage failed", report.mirror, kind.name.lower())
             self._fail(report, kind)
+            return None
 
     # -- topics --------------------------------------------------------------------------
 
@@ -290,14 +312,17 @@ class MirrorSyncExecutor:
         operations = diff_topics(
             source_views, destination_views, mirror_topics, filters.topic_config_exclude
         )
-        altered = False
+        realigned: dict[str, tuple[AlterTopicConfigs, dict[str, str]]] = {}
         for operation in operations:
             is_config = isinstance(operation, AlterTopicConfigs)
             try:
                 if isinstance(operation, AlterTopicConfigs):
-                    await self._write_topic_configs(operation)
-                else:
-                    await self._apply_topic_operation(report.mirror, operation)
+                    realigned[operation.name] = (
+                        operation,
+                        await self._realigned_topic_configs(operation),
+                    )
+                    continue
+                await self._apply_topic_operation(report.mirror, operation)
             except Exception:
                 log.exception("mirror %s: %s failed", report.mirror, operation)
                 self._fail(
@@ -306,9 +331,8 @@ class MirrorSyncExecutor:
             else:
                 log.info("mirror %s: applied %s", report.mirror, operation)
                 report.topic_operations.append(operation)
-                altered = altered or is_config
-        if altered:
-            await self._broker.refresh_metadata()
+        if realigned:
+            await self._write_topic_configs(report, realigned)
 
     async def _source_overrides(
         self, source: Admin, topics: list[str]
@@ -338,10 +362,9 @@ class MirrorSyncExecutor:
         elif isinstance(operation, StopMirrorPartitions):
             await self._stopper.stop_mirror_topic(mirror, operation.name, operation.reason)
 
-    async def _write_topic_configs(self, operation: AlterTopicConfigs) -> None:
-        """IncrementalAlterConfigs semantics, validated by the controller, written without
-        the controller's per-topic metadata refresh: a cycle that realigns hundreds of
-        topics refreshes once at the end instead of once per topic."""
+    async def _realigned_topic_configs(self, operation: AlterTopicConfigs) -> dict[str, str]:
+        """The topic's overrides after ``operation``, validated by the controller with
+        IncrementalAlterConfigs semantics (raises its KafkaError)."""
         ops = [AlterConfigOp(n, AlterConfigOpType.SET, v) for n, v in sorted(operation.set.items())]
         ops += [AlterConfigOp(n, AlterConfigOpType.DELETE, None) for n in sorted(operation.delete)]
         await self._broker.controller.alter_topic_configs(operation.name, ops, validate_only=True)
@@ -349,7 +372,29 @@ class MirrorSyncExecutor:
         updated.update(operation.set)
         for name in operation.delete:
             updated.pop(name, None)
-        await asyncio.to_thread(self._broker.store.set_topic_configs, operation.name, updated)
+        return updated
+
+    async def _write_topic_configs(
+        self,
+        report: SyncCycleReport,
+        realigned: Mapping[str, tuple[AlterTopicConfigs, dict[str, str]]],
+    ) -> None:
+        """Every validated realignment of the cycle written together, then one metadata
+        refresh (``set_configs_of_topics``): a cycle that realigns hundreds of topics costs
+        one worker thread and one refresh, and moves the store's change counter in one
+        burst, so the broker's periodic refreshes in between re-read the store once
+        rather than after every topic."""
+        outcomes = await self._broker.controller.set_configs_of_topics(
+            {name: configs for name, (_, configs) in realigned.items()}
+        )
+        for name, (operation, _) in realigned.items():
+            error = outcomes[name]
+            if error is not None:
+                log.warning("mirror %s: %s failed: %s", report.mirror, operation, error)
+                self._fail(report, SyncError.TOPIC_CONFIG)
+            else:
+                log.info("mirror %s: applied %s", report.mirror, operation)
+                report.topic_operations.append(operation)
 
     async def _create_mirror_topic(self, mirror: str, operation: CreateMirrorTopic) -> None:
         """CreateTopics with the source topic id (the CreateTopics v8 MirrorInfo meaning)."""
@@ -376,21 +421,23 @@ class MirrorSyncExecutor:
 
     # -- consumer group offsets ----------------------------------------------------------
 
-    async def _sync_groups(
+    async def _plan_groups(
         self,
         report: SyncCycleReport,
         source: Admin,
         mirror_topics: list[MirrorTopic],
         include: PatternList,
-    ) -> None:
+    ) -> GroupSyncPlan | None:
+        """Both clusters' group offsets read and diffed; conflicts and skipped groups are
+        reported here, the commits are left to ``_commit_group_plan``."""
         synced = {t.name for t in mirror_topics if t.status is MirrorTopicStatus.MIRRORING}
         if not synced:
-            return
+            return None
         source_listings = [
             g for g in await source.list_consumer_groups() if include.matches(g.group_id)
         ]
         if not source_listings:
-            return
+            return None
         source_names = {info.topic_id: n for n, info in source.cluster.metadata.topics.items()}
         source_groups = await read_group_views(
             source.cluster, source_listings, synced, source_names
@@ -416,7 +463,10 @@ class MirrorSyncExecutor:
                 report.mirror,
                 skipped,
             )
-        if plan.commits:
+        return plan
+
+    async def _commit_group_plan(self, report: SyncCycleReport, plan: GroupSyncPlan | None) -> None:
+        if plan is not None and plan.commits:
             await self._commit_all(report, await self._destination_committers(), plan.commits)
 
     async def _commit_all(

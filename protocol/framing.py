@@ -214,54 +214,14 @@ def _with_size(buf: io.BytesIO) -> bytes:
     return buf.getvalue()
 
 
-class FrameSplitter:
-    """Sans-I/O accumulator: feed bytes, take complete frame payloads out.
-
-    ``max_frame_size`` mirrors Kafka's ``socket.request.max.bytes``: a larger declared size
-    (or a negative one) is a protocol violation and the connection should be closed.
-    """
-
-    def __init__(self, max_frame_size: int = 100 * 1024 * 1024) -> None:
-        self._buf = bytearray()
-        self._max = max_frame_size
-
-    def feed(self, data: bytes) -> list[bytes]:
-        """Complete payloads, each copied exactly once out of the received bytes.
-
-        Frames are sliced through a memoryview and the consumed prefix is dropped once per
-        call, so a large frame is not copied again on its way out and many small frames
-        in one read do not shift the remainder once each.
-        """
-        buffer = self._buf
-        if buffer:
-            buffer += data
-            source: bytes | bytearray = buffer
-        else:
-            source = data
-        frames: list[bytes] = []
-        position = 0
-        end = len(source)
-        with memoryview(source) as view:
-            while end - position >= 4:
-                (size,) = _SIZE.unpack_from(source, position)
-                if size < 0 or size > self._max:
-                    raise FrameError(f"frame size {size} outside 0..{self._max}")
-                if end - position - 4 < size:
-                    break
-                frames.append(bytes(view[position + 4 : position + 4 + size]))
-                position += 4 + size
-            if source is not buffer:
-                buffer += view[position:]
-        if source is buffer and position:
-            del buffer[:position]
-        return frames
-
-
 class FrameAssembler:
     """Sans-I/O receiver that lets the socket read straight into each large frame's buffer.
 
     It follows ``asyncio.BufferedProtocol``: :meth:`get_buffer` says where the next bytes
-    go, :meth:`buffer_updated` says how many arrived and returns the completed payloads.
+    go, :meth:`buffer_updated` says how many arrived and returns the completed payloads;
+    :meth:`feed` does both for bytes that were already read (a stream reader's chunks).
+    ``max_frame_size`` mirrors Kafka's ``socket.request.max.bytes``: a larger declared
+    size (or a negative one) is a protocol violation and the connection should be closed.
     Size prefixes and small frames are read into a fixed scratch buffer and copied out
     once; a frame that cannot fit the scratch is received in place into a frame buffer,
     so a multi-MiB Fetch response is never copied or re-grown on its way in.
@@ -283,6 +243,20 @@ class FrameAssembler:
         self._spare: bytearray | None = None
         self._frame: memoryview | None = None
         self._filled = 0
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes | memoryview]:
+        """Payloads completed by ``data``, for a receiver that is handed bytes (a stream
+        reader) instead of being asked where to put them: each part of ``data`` is copied
+        where :meth:`get_buffer` says, so a large frame is still copied only once."""
+        frames: list[bytes | memoryview] = []
+        received = memoryview(data)
+        while received:
+            target = self.get_buffer()
+            count = min(len(target), len(received))
+            target[:count] = received[:count]
+            received = received[count:]
+            frames += self.buffer_updated(count)
+        return frames
 
     def get_buffer(self) -> memoryview:
         """Where the next received bytes must be written (any amount up to its length)."""

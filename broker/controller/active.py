@@ -22,6 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from mirrorsim.broker.controller.alter_partition import ControllerFence, PartitionWriter
@@ -43,6 +44,16 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+@dataclass(frozen=True, slots=True)
+class _RepairInputs:
+    """Everything a repair pass's plan is a function of."""
+
+    controller_epoch: int
+    metadata_version: int
+    live: frozenset[int]
+    unclean_by_default: bool
+
+
 class ClusterController:
     def __init__(
         self,
@@ -61,6 +72,8 @@ class ClusterController:
         self.lease = ControllerLease(store.engine)
         self.writer = PartitionWriter(store.engine)
         self.lease_state: LeaseState | None = None
+        self._snapshot = ClusterSnapshot()
+        self._settled: _RepairInputs | None = None
 
     @property
     def session_timeout_ms(self) -> int:
@@ -95,9 +108,21 @@ class ClusterController:
         await self._repair_partitions(state)
 
     async def _repair_partitions(self, state: LeaseState) -> None:
-        snapshot = await asyncio.to_thread(self._store.snapshot)
+        """Plan every partition against the live brokers, unless nothing the plan depends
+        on moved since a pass that found nothing to write: re-planning 10,000 settled
+        partitions twice a second would only find them settled again."""
+        snapshot = await asyncio.to_thread(self._store.snapshot, self._snapshot)
+        self._snapshot = snapshot
         now = self._clock()
         live = self._live(snapshot, now)
+        inputs = _RepairInputs(
+            state.controller_epoch,
+            snapshot.version,
+            frozenset(live),
+            bool(self._config(UNCLEAN_CONFIG)),
+        )
+        if inputs == self._settled:
+            return
         fence = ControllerFence(self.broker_id, state.controller_epoch, now)
         writes: list[tuple[str, PartitionAssignment, PartitionAssignment]] = []
         for topic in snapshot.topics.values():
@@ -106,6 +131,7 @@ class ClusterController:
                 planned = plan_partition(current, live, unclean_allowed=unclean)
                 if planned != current:
                     writes.append((topic.name, current, planned))
+        self._settled = None if writes else inputs
         changed = False
         for topic_name, current, planned in writes:
             written = await asyncio.to_thread(
@@ -182,9 +208,10 @@ class ClusterController:
     # -- AlterPartition from this broker's leaders ------------------------------------
 
     async def alter_isr(self, state: PartitionState, new_isr: tuple[int, ...]) -> None:
-        """Write a leader's ISR change; a stale view is dropped (the refresh corrects it)."""
-        snapshot = await asyncio.to_thread(self._store.snapshot)
-        live = self._live(snapshot, self._clock())
+        """Write a leader's ISR change; a stale view is dropped (the refresh corrects it).
+        Only the broker rows are read: the live set is all the write is checked against."""
+        brokers = await asyncio.to_thread(self._store.brokers)
+        live = self._live(ClusterSnapshot(brokers={b.broker_id: b for b in brokers}), self._clock())
         try:
             await asyncio.to_thread(
                 self.writer.alter_isr,

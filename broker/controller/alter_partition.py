@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, Engine, and_, select, update
 
 from mirrorsim.broker.controller.lease import holds_lease
-from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata import change_counter, schema
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -125,3 +125,4 @@ def _write(conn: Connection, topic: str, new: PartitionAssignment) -> None:
             isr=json.dumps(list(new.isr)),
         )
     )
+    change_counter.bump(conn)

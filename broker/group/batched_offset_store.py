@@ -8,18 +8,27 @@ SQLite's busy handler backs off in sleeps, so a burst costs far more than its wr
 Here every commit that arrives while a write is running waits for the next one, and that
 write stores all of them in one transaction (``commit_many``); each caller still returns
 only after its own offsets are stored, and a failed write fails every commit in it.
-A lone commit is written at once, as before. Reads and deletions pass straight through.
+A lone commit is written at once, as before.
+
+Group loads coalesce the same way: a burst of commits for groups this broker has not
+served since it became their coordinator (the first sync cycle of a mirror commits
+hundreds of new groups) reads every group in one transaction (``load_groups``) instead of
+one transaction each, which on SQLite would also queue for the write lock that every
+transaction takes. ``load_all`` and deletions pass straight through.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Generic, Protocol, TypeVar
 
 from mirrorsim.broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
 
 GroupCommits = list[tuple[str, dict[TopicPartition, CommittedOffset]]]
+GroupOffsets = dict[TopicPartition, CommittedOffset]
+Item = TypeVar("Item")
+Result = TypeVar("Result")
 
 
 class BatchableOffsetStore(OffsetStore, Protocol):
@@ -27,33 +36,77 @@ class BatchableOffsetStore(OffsetStore, Protocol):
         """Upsert several groups' offsets in one transaction, applied in list order."""
         ...
 
+    async def load_groups(self, group_ids: list[str]) -> dict[str, GroupOffsets]:
+        """Several groups' committed offsets, read in one transaction; a group without
+        any is absent."""
+        ...
+
+
+class _Coalescer(Generic[Item, Result]):
+    """Hands ``run`` everything submitted while its previous call was running.
+
+    The first submission runs at once; later ones queue for the next call, and each
+    caller gets back its own item's result once the call holding it returns (or its
+    exception, shared by every caller of that call).
+    """
+
+    def __init__(self, run: Callable[[list[Item]], Awaitable[list[Result]]], name: str) -> None:
+        self._run = run
+        self._name = name
+        self._pending: list[tuple[Item, asyncio.Future[Result]]] = []
+        self._runner: asyncio.Task[None] | None = None
+
+    async def submit(self, item: Item) -> Result:
+        done: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieve)
+        self._pending.append((item, done))
+        if self._runner is None:
+            self._runner = asyncio.get_running_loop().create_task(
+                self._run_pending(), name=self._name
+            )
+        return await asyncio.shield(done)
+
+    async def _run_pending(self) -> None:
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, []
+                try:
+                    results = await self._run([item for item, _ in batch])
+                except Exception as exc:
+                    for _, done in batch:
+                        if not done.done():
+                            done.set_exception(exc)
+                except BaseException:
+                    for _, done in batch:
+                        done.cancel()
+                    raise
+                else:
+                    for (_, done), result in zip(batch, results, strict=True):
+                        if not done.done():
+                            done.set_result(result)
+        finally:
+            self._runner = None
+
 
 class BatchedOffsetStore:
-    """An ``OffsetStore`` that coalesces concurrent ``commit`` calls into ``commit_many``."""
+    """An ``OffsetStore`` that coalesces concurrent ``commit`` calls into ``commit_many``
+    and concurrent ``load_group`` calls into ``load_groups``."""
 
     def __init__(self, store: BatchableOffsetStore) -> None:
         self._store = store
-        self._pending: list[tuple[str, dict[TopicPartition, CommittedOffset], asyncio.Future[None]]]
-        self._pending = []
-        self._writer: asyncio.Task[None] | None = None
+        self._commits = _Coalescer(self._commit_many, "group offset commits")
+        self._loads = _Coalescer(self._load_groups, "group offset loads")
 
     async def load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         return await self._store.load_all()
 
     async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
-        return await self._store.load_group(group_id)
+        return await self._loads.submit(group_id)
 
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.add_done_callback(_retrieve)
-        self._pending.append((group_id, dict(offsets), done))
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(
-                self._write_pending(), name="group offset commits"
-            )
-        await asyncio.shield(done)
+        await self._commits.submit((group_id, dict(offsets)))
 
     async def delete(self, group_id: str, partitions: Iterable[TopicPartition]) -> None:
         await self._store.delete(group_id, partitions)
@@ -61,31 +114,17 @@ class BatchedOffsetStore:
     async def delete_group(self, group_id: str) -> None:
         await self._store.delete_group(group_id)
 
-    async def _write_pending(self) -> None:
-        """Write until nothing is pending; commits queued during a write form the next."""
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    await self._store.commit_many([(g, offsets) for g, offsets, _ in batch])
-                except Exception as exc:
-                    for _, _, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                except BaseException:
-                    for _, _, done in batch:
-                        done.cancel()
-                    raise
-                else:
-                    for _, _, done in batch:
-                        if not done.done():
-                            done.set_result(None)
-        finally:
-            self._writer = None
+    async def _commit_many(self, commits: GroupCommits) -> list[None]:
+        await self._store.commit_many(commits)
+        return [None] * len(commits)
+
+    async def _load_groups(self, group_ids: list[str]) -> list[GroupOffsets]:
+        found = await self._store.load_groups(sorted(set(group_ids)))
+        return [dict(found.get(group_id, {})) for group_id in group_ids]
 
 
-def _retrieve(done: asyncio.Future[None]) -> None:
-    """A caller cancelled while its commit was being written never reads the outcome;
-    reading it here keeps a failed write from being reported as never retrieved."""
+def _retrieve(done: asyncio.Future[object]) -> None:
+    """A caller cancelled while its call was running never reads the outcome; reading
+    it here keeps a failure from being reported as never retrieved."""
     if not done.cancelled():
         done.exception()

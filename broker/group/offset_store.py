@@ -69,6 +69,11 @@ class InMemoryOffsetStore:
     async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         return dict(self._offsets.get(group_id, {}))
 
+    async def load_groups(
+        self, group_ids: list[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        return {g: dict(self._offsets[g]) for g in group_ids if self._offsets.get(g)}
+
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> None:

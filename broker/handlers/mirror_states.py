@@ -10,6 +10,11 @@ WriteMirrorStates' RemovedTopics tombstones those topics of the mirror in the pa
 this broker leads (DeleteMirror sends it to every other coordinator). BumpLeaderEpochs
 (105), ReadMirrorStates and WriteMirrorStates need CLUSTER_ACTION on the cluster, like
 Kafka's other inter-broker calls (the whole request is refused otherwise).
+
+LastMirroredEpochs is not one of them: its caller is another cluster, connected with the
+mirror's own credentials, so it needs what the spec asks of the mirror principal on the
+source for the PREPARING truncation, READ on the cluster (the spec's source-side ACL
+table lists that query under DescribeMirrors, which carries it there).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
-from mirrorsim.coordinator.state_client import StateUpdate
+from mirrorsim.coordinator.state_client import StateUpdate, StoredState
 from mirrorsim.coordinator.state_machine import MirrorPartitionState, parse_mirror_name
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
@@ -149,14 +154,30 @@ async def bump_leader_epochs_handler(ctx: RequestContext, body: Any) -> Any:
     )
 
 
+async def _last_mirror_states(
+    states: Any, mirror: str, topic: str, partitions: list[int]
+) -> dict[int, Any]:
+    """A cluster that never created ``__mirror_state`` has mirrored nothing, so it knows no
+    last mirrored epoch (-1); an existing state topic without a reachable coordinator is a
+    retriable error instead, because -1 would make the asking cluster discard its log."""
+    if not states.topic_exists:
+        return {p: StoredState(MirrorPartitionState.UNKNOWN, NO_EPOCH) for p in partitions}
+    return dict(await states.read(mirror, topic, partitions))
+
+
 @handles(MirrorApiKey.LAST_MIRRORED_EPOCHS, min_version=0, max_version=0)
 async def last_mirrored_epochs(ctx: RequestContext, body: Any) -> Any:
+    if not await is_authorized(ctx, AclOperation.READ, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
+        refused = KafkaError(
+            ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "LastMirroredEpochs needs READ on the cluster"
+        )
+        return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(refused), "topics": []})
     states = ctx.broker.mirrors.states
     topics = []
     for topic in body.topics:
         wanted = [int(p) for p in topic.partitions]
         try:
-            found = await states.read(body.mirror_name, topic.topic_name, wanted)
+            found = await _last_mirror_states(states, body.mirror_name, topic.topic_name, wanted)
         except KafkaError as exc:
             partitions = [
                 {"partition_index": p, "error_code": exc.code, "last_mirrored_epoch": NO_EPOCH}

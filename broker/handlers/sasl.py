@@ -1,9 +1,11 @@
 """SaslHandshake (17, v1) and SaslAuthenticate (36, v0..v2).
 
 The handshake picks a mechanism among ``sasl.enabled.mechanisms``; SaslAuthenticate then
-carries the mechanism's messages. PLAIN users come from ``sasl.users``; SCRAM users from
-the metadata store. A failed exchange answers SASL_AUTHENTICATION_FAILED and closes the
-connection, as Kafka does. (SaslHandshake v0, which switches to unframed SASL tokens, is
+carries the mechanism's messages. PLAIN users come from ``sasl.users`` and, as in Kafka,
+from the ``user_<name>="<password>"`` options of the listener's
+``listener.name.<listener>.plain.sasl.jaas.config``; SCRAM users from the metadata store.
+A failed exchange answers SASL_AUTHENTICATION_FAILED and closes the connection, as Kafka
+does. (SaslHandshake v0, which switches to unframed SASL tokens, is
 not offered; every current client uses v1.)
 """
 
@@ -20,13 +22,18 @@ from mirrorsim.broker.auth.scram import (
     PlainServerExchange,
     ScramServerExchange,
 )
+from mirrorsim.broker.config import listener_jaas_config_name
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import respond
 from mirrorsim.broker.network.sasl_gate import SASL_AUTHENTICATE_KEY, SASL_HANDSHAKE_KEY
 from mirrorsim.broker.network.session import SaslState, SecuritySession, ServerExchange
+from mirrorsim.client.sasl import jaas_options
 from mirrorsim.protocol.errors import ErrorCode
 
 SASL_FAILED = "SASL authentication failed"
+
+
+JAAS_USER_PREFIX = "user_"
 
 
 def plain_users(value: str | None) -> dict[str, str]:
@@ -53,14 +60,25 @@ async def sasl_handshake(ctx: RequestContext, body: Any) -> Any:
             body, {"error_code": ErrorCode.UNSUPPORTED_SASL_MECHANISM, "mechanisms": enabled}
         )
     session.mechanism = body.mechanism
-    session.exchange = _exchange(ctx.broker, body.mechanism)
+    session.exchange = _exchange(ctx.broker, body.mechanism, session.listener.name)
     session.sasl_state = SaslState.AUTHENTICATING
     return respond(body, {"error_code": ErrorCode.NONE, "mechanisms": enabled})
 
 
-def _exchange(broker: Any, mechanism: str) -> ServerExchange:
+def jaas_plain_users(jaas_config: str | None) -> dict[str, str]:
+    """The ``user_<name>="<password>"`` options of a PlainLoginModule line."""
+    return {
+        key.removeprefix(JAAS_USER_PREFIX): value
+        for key, value in jaas_options(jaas_config or "").items()
+        if key.startswith(JAAS_USER_PREFIX) and len(key) > len(JAAS_USER_PREFIX)
+    }
+
+
+def _exchange(broker: Any, mechanism: str, listener: str) -> ServerExchange:
     if mechanism == "PLAIN":
-        return PlainServerExchange(plain_users(broker.config("sasl.users")))
+        jaas = broker.static_configs.get(listener_jaas_config_name(listener, mechanism))
+        users = {**jaas_plain_users(jaas), **plain_users(broker.config("sasl.users"))}
+        return PlainServerExchange(users)
     return ScramServerExchange(
         mechanism, lambda username: scram_credential(broker.store, username, mechanism)
     )

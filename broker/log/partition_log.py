@@ -159,7 +159,7 @@ class PartitionLog:
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.high_watermark = min(max(saved_hw, self.log_start_offset), self.log_end_offset)
         self._load_epoch_cache(clean)
-        self._rebuild_producer_state()
+        self._rebuild_producer_state(reindex_aborts_from=None if clean else self.recovery_point)
         self._last_flush_ms = self._now_ms()
 
     def _load_epoch_cache(self, clean: bool) -> None:
@@ -169,7 +169,9 @@ class PartitionLog:
         its entries below the recovery point are (see epoch_cache.py), so the entries
         from there on are re-learned from the batches recovery just re-validated; a torn
         or missing checkpoint is re-learned from the log start. An epoch with no batch
-        (starting at the log end, or covering an empty log) is dropped either way.
+        (starting at the log end, or covering an empty log) is dropped either way, and
+        after a crash so is one past the recovery point whose batches all fell below the
+        log start: nothing is left to re-learn it from.
         """
         path = self.dir / CHECKPOINT_NAME
         cache = LeaderEpochFileCache.load_if_intact(path)
@@ -213,17 +215,54 @@ class PartitionLog:
         self.segments.append(segment)
         self._bases.append(segment.base_offset)
 
-    def _rebuild_producer_state(self) -> None:
-        """Newest snapshot at or below the LEO, then replay the batches after it."""
+    def _rebuild_producer_state(self, reindex_aborts_from: int | None = None) -> None:
+        """Newest snapshot at or below the LEO, then replay the batches after it.
+
+        After a crash, ``reindex_aborts_from`` is the recovery point: ``.txnindex``
+        entries appended after the last flush died with the process, so the aborts the
+        replay meets from there on are indexed again (Kafka's recovery does the same).
+        Snapshots are only taken at a roll or a close, both at the recovery point, so
+        the replay always starts at or below it. READ_COMMITTED fetches and a mirror
+        failover's stop cut rely on the index being whole.
+        """
         state = self.producer_state
         state.delete_snapshots_above(self.log_end_offset)
         if not state.load_latest_snapshot(self.log_end_offset):
             state.map_end_offset = self.log_start_offset
         start = max(state.map_end_offset, self.log_start_offset)
         staged = state.begin(validate=False)
-        for batch in self._batches_from(start):
-            _stage(staged, batch)
+        if reindex_aborts_from is None:
+            for batch in self._batches_from(start):
+                _stage(staged, batch)
+        else:
+            self._replay_reindexing_aborts(staged, start, reindex_aborts_from)
         state.commit(staged, self.log_end_offset)
+
+    def _replay_reindexing_aborts(self, staged: ProducerAppend, start: int, since: int) -> None:
+        """Replay from ``start``; aborts ending at or after ``since`` that the index lacks
+        (it keeps what was flushed) are appended to the segment holding their marker."""
+        indexed = {
+            (e.producer_id, e.last_offset)
+            for segment in self.segments[self._segment_index(since) :]
+            for e in segment.txn_index.entries
+        }
+        for batch in self._batches_from(start):
+            completed = len(staged.completed)
+            _stage(staged, batch)
+            for txn in staged.completed[completed:]:
+                if (
+                    txn.is_aborted
+                    and txn.last_offset >= since
+                    and (txn.producer_id, txn.last_offset) not in indexed
+                ):
+                    self.segments[self._segment_index(txn.last_offset)].txn_index.append(
+                        CompletedAbort(
+                            txn.producer_id,
+                            txn.first_offset,
+                            txn.last_offset,
+                            staged.last_stable_offset_after(txn),
+                        )
+                    )
 
     def _epoch_starts_from(self, offset: int) -> Iterator[tuple[int, int]]:
         """(partition leader epoch, base offset) of each batch from the one holding
@@ -642,6 +681,20 @@ class PartitionLog:
                 for e in segment.txn_index.overlapping(start_offset, upper_offset)
             )
         return aborted
+
+    def aborted_transactions_ending_at_or_after(self, offset: int) -> list[CompletedAbort]:
+        """The ``.txnindex`` entries whose ABORT marker is at or after ``offset``.
+
+        An entry lives in the segment holding its marker, so only the segments from the
+        one holding ``offset`` are looked at; their indexes are in memory, so no batch
+        is read. A mirror failover lowers its cut below a straddling abort with these.
+        """
+        return [
+            entry
+            for segment in self.segments[self._segment_index(offset) :]
+            for entry in segment.txn_index.entries
+            if entry.last_offset >= offset
+        ]
 
     # -- truncation and log start --------------------------------------------------------
 

@@ -111,6 +111,18 @@ class ProducerAppend:
         self._reset = False
         self.completed: list[CompletedTxn] = []
 
+    def last_stable_offset_after(self, txn: CompletedTxn) -> int:
+        """``ProducerStateManager.last_stable_offset_after`` over the state staged so far,
+        for the aborts recovery indexes again while it replays."""
+        producers = {} if self._reset else dict(self._manager.producers)
+        producers.update(self._entries)
+        others = [
+            e.current_txn_first_offset
+            for pid, e in producers.items()
+            if pid != txn.producer_id and e.current_txn_first_offset is not None
+        ]
+        return min(others) if others else txn.last_offset + 1
+
     def _current(self, producer_id: int) -> ProducerEntry | None:
         if producer_id in self._entries:
             return self._entries[producer_id]

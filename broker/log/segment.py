@@ -29,6 +29,8 @@ from mirrorsim.protocol.records.raw_batch import (
 OFFSET_WIDTH = 20
 _SCAN_CHUNK = 1 << 16
 _IOV_MAX = 1024
+_MAX_TRANSLATIONS = 64
+"""Remembered offset lookups per segment: a few readers per partition, each at one offset."""
 _INT32_MAX = 2**31 - 1
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
@@ -141,6 +143,7 @@ class LogSegment:
         self.offset_of_max_timestamp = base_offset
         self.rolling_timestamp: int | None = None
         self._bytes_since_index_entry = 0
+        self._translations: dict[int, BatchHeader] = {}
 
     # -- opening -------------------------------------------------------------------------
 
@@ -233,6 +236,10 @@ class LogSegment:
         if truncated:
             os.ftruncate(self._fd, position)
             self.size = position
+            self._translations.clear()
+        # The aborts flushed before a crash stay; the log indexes the later ones again
+        # when it replays producer state (PartitionLog._load).
+        self.txn_index = TransactionIndex.load(self.txn_index.path)
         self.txn_index.truncate_to(self.next_offset)
         self.flush_indexes(fsync=True)
         return truncated
@@ -358,11 +365,22 @@ class LogSegment:
             yield RawBatch.from_bytes(self.read_at(header.position, header.size))
 
     def translate_offset(self, offset: int) -> BatchHeader | None:
-        """The first batch whose last offset is ≥ ``offset``."""
+        """The first batch whose last offset is ≥ ``offset``.
+
+        Found batches are remembered until the file is cut: a fetcher whose partition got
+        no room in a size-limited Fetch asks for the same offset again in the next one,
+        and appends never move a batch that is already written.
+        """
+        known = self._translations.get(offset)
+        if known is not None:
+            return known
         _, position = self.offset_index.lookup(offset)
         read_size = self.index_interval_bytes + HEADER_SIZE
         for header in self.headers(position, read_size=read_size):
             if header.last_offset >= offset:
+                if len(self._translations) >= _MAX_TRANSLATIONS:
+                    self._translations.clear()
+                self._translations[offset] = header
                 return header
         return None
 
@@ -374,7 +392,9 @@ class LogSegment:
 
         The end is found without walking every header of the read: the segment's end is a
         batch boundary, ``max_offset`` is cut at the batch the offset index leads to, and a
-        byte limit inside the segment is walked back only from the nearest index entry.
+        byte limit inside the segment is walked back only from the nearest index entry,
+        in a read of that tail alone, so the batches are read once at their final length
+        instead of being read long and copied short.
         """
         first = self.translate_offset(start_offset)
         if first is None or (max_offset is not None and first.last_offset >= max_offset):
@@ -391,13 +411,13 @@ class LogSegment:
         if limit == self.size:
             data = self.read_at(first.position, limit - first.position)
             return data, first.base_offset, self.next_offset
-        data = self.read_at(first.position, limit - first.position)
         walk_from = limit
         while True:
             walk_from = max(self.offset_index.position_below(walk_from), first.position)
-            end, next_offset = _whole_batches_end(data, walk_from - first.position)
+            end, next_offset = _whole_batches_end(self.read_at(walk_from, limit - walk_from))
             if next_offset is not None:
-                return data[:end], first.base_offset, next_offset
+                data = self.read_at(first.position, walk_from + end - first.position)
+                return data, first.base_offset, next_offset
 
     # -- truncation, flushing, lifecycle ---------------------------------------------------
 
@@ -410,6 +430,7 @@ class LogSegment:
         removed = self.size - position
         os.ftruncate(self._fd, position)
         self.size = position
+        self._translations.clear()
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(first_removed.base_offset)
         self.txn_index.truncate_to(first_removed.base_offset)
@@ -482,13 +503,14 @@ class LogSegment:
         return cleaned
 
 
-def _whole_batches_end(data: bytes, start: int) -> tuple[int, int | None]:
-    """(length of the prefix of ``data`` made of whole batches, the offset after them),
-    walking from ``start``, a batch boundary; None when no whole batch follows ``start``.
+def _whole_batches_end(data: bytes) -> tuple[int, int | None]:
+    """(length of the prefix of ``data`` made of whole batches, the offset after them);
+    ``data`` starts at a batch boundary. None when not even its first batch is whole.
 
-    Walking from the first batch always succeeds: it is whole by construction.
+    A read from the first batch of a segment read always succeeds: it is whole by
+    construction.
     """
-    end, next_offset = start, None
+    end, next_offset = 0, None
     while end + HEADER_SIZE <= len(data):
         base_offset, length = _OFFSET_AND_LENGTH.unpack_from(data, end)
         size = length + LOG_OVERHEAD

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from sqlalchemy import Connection, select, text
 
-from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata import change_counter, schema
 
 Migration = Callable[[Connection], None]
 
@@ -49,12 +49,18 @@ def _add_finalized_features(conn: Connection) -> None:
     schema.finalized_features.create(conn, checkfirst=True)
 
 
+def _add_metadata_version(conn: Connection) -> None:
+    schema.metadata_version.create(conn, checkfirst=True)
+    change_counter.create_row(conn)
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
     _add_security_tables,
     _add_mirror_source_clusters,
     _add_finalized_features,
+    _add_metadata_version,
 ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Row, delete, select, tuple_
 
@@ -13,9 +13,11 @@ from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import schema
 from mirrorsim.broker.metadata.store import MetadataStore
 
+Key = TypeVar("Key")
+
 ROWS_PER_STATEMENT = 300
-"""Keys per DELETE: three bound parameters each, under SQLite's 999-parameter limit of
-older builds."""
+"""Keys per DELETE (three bound parameters each) or group ids per SELECT, under SQLite's
+999-parameter limit of older builds."""
 
 
 class SqlOffsetStore:
@@ -27,6 +29,12 @@ class SqlOffsetStore:
 
     async def load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         return await asyncio.to_thread(self._load_group, group_id)
+
+    async def load_groups(
+        self, group_ids: list[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        """Several groups in one transaction (``BatchedOffsetStore``)."""
+        return await asyncio.to_thread(self._load_groups, group_ids)
 
     async def commit(
         self, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
@@ -59,6 +67,19 @@ class SqlOffsetStore:
         with self._store.engine.begin() as conn:
             rows = conn.execute(select(table).where(table.c.group_id == group_id))
             return {TopicPartition(row.topic, row.partition): _committed(row) for row in rows}
+
+    def _load_groups(
+        self, group_ids: list[str]
+    ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
+        table = schema.group_offsets
+        result: dict[str, dict[TopicPartition, CommittedOffset]] = {}
+        with self._store.engine.begin() as conn:
+            for chunk in _chunks(group_ids, ROWS_PER_STATEMENT):
+                for row in conn.execute(select(table).where(table.c.group_id.in_(chunk))):
+                    result.setdefault(row.group_id, {})[
+                        TopicPartition(row.topic, row.partition)
+                    ] = _committed(row)
+        return result
 
     def _commit(self, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
         self._commit_many([(group_id, offsets)])
@@ -120,7 +141,7 @@ class SqlOffsetStore:
             conn.execute(delete(table).where(table.c.group_id == group_id))
 
 
-def _chunks(keys: list[tuple[str, str, int]], size: int) -> list[list[tuple[str, str, int]]]:
+def _chunks(keys: list[Key], size: int) -> list[list[Key]]:
     return [keys[i : i + size] for i in range(0, len(keys), size)]
 
 

@@ -174,3 +174,10 @@ finalized_features = Table(
     Column("level", Integer, nullable=False),
     Column("epoch", BigInteger, nullable=False),
 )
+
+metadata_version = Table(
+    "metadata_version",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("version", BigInteger, nullable=False),
+)

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
@@ -38,7 +39,7 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
-from mirrorsim.broker.metadata import schema
+from mirrorsim.broker.metadata import change_counter, schema
 from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.ids import new_cluster_id
 from mirrorsim.broker.metadata.migrations import migrate, serialize_writers
@@ -182,6 +183,7 @@ class MetadataStore:
                 )
             )
             self._insert_partitions(conn, topic.name, topic.partitions)
+            change_counter.bump(conn)
 
     def delete_topic(self, name: str) -> TopicRecord:
         with self._tx() as conn:
@@ -190,6 +192,7 @@ class MetadataStore:
                 raise UnknownTopicError(name)
             conn.execute(delete(schema.partitions).where(schema.partitions.c.topic == name))
             conn.execute(delete(schema.topics).where(schema.topics.c.name == name))
+            change_counter.bump(conn)
             return record
 
     def add_partitions(self, name: str, assignments: Iterable[PartitionAssignment]) -> None:
@@ -197,6 +200,7 @@ class MetadataStore:
             if name not in self._load_topics(conn, [name]):
                 raise UnknownTopicError(name)
             self._insert_partitions(conn, name, tuple(assignments))
+            change_counter.bump(conn)
 
     def update_partition(self, topic: str, assignment: PartitionAssignment) -> None:
         with self._tx() as conn:
@@ -215,6 +219,7 @@ class MetadataStore:
                     isr=json.dumps(assignment.isr),
                 )
             )
+            change_counter.bump(conn)
 
     def raise_leader_epochs(self, topic: str, minimums: Mapping[int, int]) -> list[int]:
         """Leader epoch of each partition ≥ its minimum, in one transaction; the partitions
@@ -251,6 +256,7 @@ class MetadataStore:
                     .values(leader_epoch=bindparam("minimum")),
                     [{"p": p, "minimum": minimums[p]} for p in raised],
                 )
+                change_counter.bump(conn)
             return raised
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
@@ -263,6 +269,7 @@ class MetadataStore:
             ).rowcount
             if not updated:
                 raise UnknownTopicError(name)
+            change_counter.bump(conn)
 
     def topics(self, names: Iterable[str] | None = None) -> dict[str, TopicRecord]:
         """Topics by name; all of them when ``names`` is None. Unknown names are absent."""
@@ -331,13 +338,22 @@ class MetadataStore:
             )
             return {row.name: row.value for row in rows}
 
-    def snapshot(self) -> ClusterSnapshot:
-        """Brokers, topics and dynamic broker configs, read in one transaction."""
+    def snapshot(self, since: ClusterSnapshot | None = None) -> ClusterSnapshot:
+        """Brokers, topics, dynamic broker configs and features, read in one transaction.
+
+        ``since`` is an earlier snapshot of this store: when the change counter still
+        holds its version, only the broker rows (heartbeats move every few hundred
+        milliseconds) are read again and the rest of ``since`` is reused, which spares a
+        large cluster's periodic refresh re-reading every partition row to find nothing.
+        """
         with self._tx() as conn:
+            version = change_counter.current(conn)
             brokers = {
                 row.broker_id: BrokerRegistration(**row._mapping)
                 for row in conn.execute(select(schema.brokers))
             }
+            if since is not None and since.version == version:
+                return replace(since, brokers=brokers)
             topics = self._load_topics(conn, None)
             dynamic: dict[str, dict[str, str]] = {}
             for row in conn.execute(select(schema.broker_configs)):
@@ -349,6 +365,7 @@ class MetadataStore:
             dynamic_default_configs=dynamic.pop(CLUSTER_DEFAULT, {}),
             dynamic_broker_configs={int(k): v for k, v in dynamic.items()},
             finalized_features=features,
+            version=version,
         )
 
     def set_broker_configs(self, broker: str, configs: Mapping[str, str]) -> None:
@@ -361,6 +378,7 @@ class MetadataStore:
                     schema.broker_configs.insert(),
                     [{"broker": broker, "name": k, "value": v} for k, v in configs.items()],
                 )
+            change_counter.bump(conn)
 
     # finalized features
 
@@ -387,6 +405,7 @@ class MetadataStore:
                 table.insert(),
                 [{"name": name, "level": level, "epoch": epoch} for name, level in levels.items()],
             )
+            change_counter.bump(conn)
             return self._load_finalized_features(conn)
 
     @staticmethod

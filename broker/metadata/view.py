@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mirrorsim.broker.config import BrokerConfigLayers, topic_configs_with_broker_defaults
+from mirrorsim.broker.metadata.change_counter import UNREAD
 from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.models import BrokerRegistration, TopicRecord
 from mirrorsim.broker.replica.partition_state import PartitionState
@@ -23,6 +24,8 @@ class ClusterSnapshot:
     dynamic_default_configs: dict[str, str] = field(default_factory=dict)
     dynamic_broker_configs: dict[int, dict[str, str]] = field(default_factory=dict)
     finalized_features: FinalizedFeatures = field(default_factory=FinalizedFeatures)
+    version: int = UNREAD
+    """The store's change counter when the non-broker rows were read (``change_counter``)."""
 
     def live_brokers(self, now_ms: float, session_timeout_ms: int) -> list[BrokerRegistration]:
         """Brokers whose last heartbeat is within the session timeout, by id."""
@@ -77,11 +80,14 @@ def partition_changes(
     change (``old_layers`` to ``new_layers``) changes every partition it reaches. A topic
     whose record and config layers are both unchanged is skipped whole: a partition's state
     is a function of those two, and comparing one record is far cheaper than building and
-    comparing every partition's state on each refresh of a large cluster.
+    comparing every partition's state on each refresh of a large cluster. The very same
+    mapping on both sides (a refresh that found the store unchanged) is no change at all.
     """
+    same_layers = old_layers == new_layers
+    if same_layers and old is new:
+        return [], []
     changed: list[PartitionState] = []
     removed: list[tuple[str, int]] = []
-    same_layers = old_layers == new_layers
     for name, before in old.items():
         after = new.get(name)
         if after is None or after.topic_id != before.topic_id:

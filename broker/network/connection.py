@@ -18,14 +18,14 @@ from dataclasses import dataclass
 
 from mirrorsim.broker.network.listener_spec import ListenerSpec
 from mirrorsim.broker.network.session import SecuritySession, principal_from_certificate
-from mirrorsim.protocol.framing import FrameBuffers, FrameError, FrameSplitter
+from mirrorsim.protocol.framing import FrameAssembler, FrameBuffers, FrameError
 
 log = logging.getLogger(__name__)
 
 READ_CHUNK = 64 * 1024
 MAX_QUEUED_REQUESTS = 64
 
-Dispatch = Callable[["Connection", bytes], Awaitable[FrameBuffers | None]]
+Dispatch = Callable[["Connection", bytes | memoryview], Awaitable[FrameBuffers | None]]
 
 
 class CloseConnection(Exception):
@@ -51,8 +51,8 @@ class Connection:
         self._writer = writer
         self._dispatch = dispatch
         self._limits = limits
-        self._splitter = FrameSplitter(limits.max_request_bytes)
-        self._queue: asyncio.Queue[bytes | None] = asyncio.Queue(MAX_QUEUED_REQUESTS)
+        self._frames = FrameAssembler(limits.max_request_bytes)
+        self._queue: asyncio.Queue[bytes | memoryview | None] = asyncio.Queue(MAX_QUEUED_REQUESTS)
         self._busy = False
         self._last_activity = time.monotonic()
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -98,7 +98,7 @@ class Connection:
                 if not data:
                     break
                 self._last_activity = time.monotonic()
-                for frame in self._splitter.feed(data):
+                for frame in self._frames.feed(data):
                     await self._queue.put(frame)
         except FrameError as exc:
             log.warning("connection %s closed: malformed frame: %s", self.peer, exc)

@@ -33,7 +33,7 @@ class Dispatcher:
     def __init__(self, broker: Any) -> None:
         self._broker = broker
 
-    async def __call__(self, conn: Connection, frame: bytes) -> FrameBuffers | None:
+    async def __call__(self, conn: Connection, frame: bytes | memoryview) -> FrameBuffers | None:
         try:
             api_key, version, correlation_id = peek_header(frame)
         except FrameError as exc:

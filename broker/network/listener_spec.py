@@ -9,6 +9,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from mirrorsim.broker.config import ConfigError
+
 
 class SecurityProtocol(enum.Enum):
     PLAINTEXT = "PLAINTEXT"
@@ -25,7 +27,7 @@ class SecurityProtocol(enum.Enum):
         return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
 
-class ListenerConfigError(ValueError):
+class ListenerConfigError(ConfigError):
     """A ``listeners`` value Kafka would refuse at startup."""
 
 
@@ -78,3 +80,23 @@ def parse_listeners(
     if len(set(names)) != len(names):
         raise ListenerConfigError(f"Each listener must have a different name: {names}")
     return specs
+
+
+def inter_broker_listener(
+    specs: list[ListenerSpec], listener_name: str | None, security_protocol: str | None
+) -> ListenerSpec:
+    """Kafka's choice: ``inter.broker.listener.name``, or else the listener named after
+    ``security.inter.broker.protocol``; setting both is refused. With neither, the first
+    listener (Kafka would pick the one named PLAINTEXT; the first keeps a single custom
+    listener working without extra settings)."""
+    if listener_name and security_protocol:
+        raise ListenerConfigError(
+            "Only one of inter.broker.listener.name and security.inter.broker.protocol "
+            "should be set"
+        )
+    wanted = (listener_name or security_protocol or specs[0].name).upper()
+    for spec in specs:
+        if spec.name == wanted:
+            return spec
+    setting = "inter.broker.listener.name" if listener_name else "security.inter.broker.protocol"
+    raise ListenerConfigError(f"{setting} {wanted} is not one of the listeners")

@@ -18,6 +18,7 @@ from mirrorsim.broker.network.connection import ConnectionLimits, Dispatch
 from mirrorsim.broker.network.listener_spec import (
     ListenerConfigError,
     ListenerSpec,
+    inter_broker_listener,
     parse_listeners,
     parse_protocol_map,
 )
@@ -72,11 +73,9 @@ class Listeners:
             default_host=host,
             default_port=port,
         )
-        inter_broker = (config("inter.broker.listener.name") or specs[0].name).upper()
-        if inter_broker not in {s.name for s in specs}:
-            raise ListenerConfigError(
-                f"inter.broker.listener.name {inter_broker} is not one of the listeners"
-            )
+        inter_broker = inter_broker_listener(
+            specs, config("inter.broker.listener.name"), config("security.inter.broker.protocol")
+        ).name
         tls = server_ssl_context(config) if any(s.protocol.uses_tls for s in specs) else None
         servers = [
             KafkaServer(

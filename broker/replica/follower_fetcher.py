@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.client.builder import build_request
+from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -144,11 +145,14 @@ class ReplicaFetcherManager:
         replica_manager: ReplicaManager,
         endpoint: Callable[[int], Endpoint | None],
         config: FetcherConfig,
+        security: ClientConfig,
     ) -> None:
+        """``security``: the inter-broker client settings (protocol, SASL, TLS)."""
         self.broker_id = broker_id
         self._replicas = replica_manager
         self._endpoint = endpoint
         self.config = config
+        self.security = security
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[PartitionKey, tuple[int, int]] = {}
         self._retiring: set[asyncio.Task[None]] = set()
@@ -282,6 +286,8 @@ class ReplicaFetcher:
             endpoint[0],
             endpoint[1],
             client_id=f"broker-{self.manager.broker_id}-fetcher-{self.index}",
+            ssl_context=self.manager.security.ssl_context,
+            sasl=self.manager.security.sasl,
             request_timeout_ms=self.manager.config.wait_max_ms + 30_000,
         )
         await connection.connect()

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from mirrorsim.broker.txn.state import TopicPartition
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -33,14 +34,23 @@ class MarkerWriter:
     """Owns the coordinator's client; ``bootstrap`` is read at start because the broker
     knows its own port only once it listens."""
 
-    def __init__(self, bootstrap: Callable[[], str], leaders: LeaderLookup, client_id: str) -> None:
+    def __init__(
+        self,
+        bootstrap: Callable[[], str],
+        leaders: LeaderLookup,
+        client_id: str,
+        security: ClientConfig,
+    ) -> None:
         self._bootstrap = bootstrap
         self._leaders = leaders
         self._client_id = client_id
+        self._security = security
         self._client: ClusterClient | None = None
 
     async def start(self) -> None:
-        self._client = ClusterClient(self._bootstrap(), client_id=self._client_id)
+        self._client = ClusterClient(
+            self._bootstrap(), client_id=self._client_id, config=self._security
+        )
         await self._client.start()
 
     async def close(self) -> None:

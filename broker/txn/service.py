@@ -23,7 +23,10 @@ class TransactionService:
         cluster = BrokerTxnCluster(broker)
         self.pending_offsets = PendingTxnOffsets(store, broker.groups, cluster.offsets_partition)
         self._markers = MarkerWriter(
-            lambda: str(broker.bootstrap), cluster, f"txn-coordinator-{broker.broker_id}"
+            lambda: str(broker.bootstrap),
+            cluster,
+            f"txn-coordinator-{broker.broker_id}",
+            broker.inter_broker_client,
         )
         self.coordinator = TransactionCoordinator(
             store=store,

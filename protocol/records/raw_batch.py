@@ -63,7 +63,11 @@ ATTR_DELETE_HORIZON = 0x40
 
 @dataclass(frozen=True, slots=True)
 class RawBatch:
-    """One v2 record batch: header fields plus the complete batch bytes (header included)."""
+    """One v2 record batch: header fields plus the complete batch bytes (header included).
+
+    ``data`` may be a read-only view into a fetched record set, so a mirror fetcher appends
+    batches without copying them out of the response first.
+    """
 
     base_offset: int
     batch_length: int
@@ -78,10 +82,10 @@ class RawBatch:
     producer_epoch: int
     base_sequence: int
     records_count: int
-    data: bytes
+    data: bytes | memoryview
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> RawBatch:
+    def from_bytes(cls, data: bytes | memoryview) -> RawBatch:
         """Parse exactly one batch; ``data`` must hold the whole batch and nothing more."""
         if len(data) < HEADER_SIZE:
             raise CorruptRecordError(f"batch of {len(data)} bytes is shorter than its header")

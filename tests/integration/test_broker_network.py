@@ -12,7 +12,7 @@ from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersions
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 
 from mirrorsim.protocol.errors import ErrorCode
-from mirrorsim.protocol.framing import FrameSplitter, decode_response, encode_request
+from mirrorsim.protocol.framing import FrameAssembler, decode_response, encode_request
 
 API_VERSIONS = 18
 METADATA = 3
@@ -24,8 +24,8 @@ class RawClient:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
-        self.splitter = FrameSplitter()
-        self.frames: list[bytes] = []
+        self.assembler = FrameAssembler()
+        self.frames: list[bytes | memoryview] = []
 
     @classmethod
     async def connect(cls, bootstrap: str) -> RawClient:
@@ -41,7 +41,7 @@ class RawClient:
         while not self.frames:
             data = await asyncio.wait_for(self.reader.read(65536), 5)
             assert data, "connection closed before a response arrived"
-            self.frames.extend(self.splitter.feed(data))
+            self.frames.extend(self.assembler.feed(data))
         return decode_response(self.frames.pop(0), api_key=api_key, api_version=version)
 
     async def closed_by_peer(self) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from mirrorsim.client.builder import build
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import (
-    FrameSplitter,
+    FrameAssembler,
     Request,
     decode_request,
     encode_response,
@@ -124,10 +124,10 @@ class TinyBroker:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
         self._writers.add(writer)
-        splitter = FrameSplitter()
+        frames_in = FrameAssembler()
         try:
             while data := await reader.read(65536):
-                for payload in splitter.feed(data):
+                for payload in frames_in.feed(data):
                     task = asyncio.create_task(self._answer(payload, writer))
                     self._tasks.add(task)
                     task.add_done_callback(self._tasks.discard)

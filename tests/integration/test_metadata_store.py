@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from mirrorsim.broker.auth.acl import (
@@ -17,6 +20,7 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
+from mirrorsim.broker.controller.alter_partition import PartitionWriter
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import (
     CLUSTER_DEFAULT,
@@ -30,6 +34,8 @@ from mirrorsim.broker.metadata import (
 from mirrorsim.broker.metadata.ids import from_base64, to_base64
 from mirrorsim.broker.metadata.migrations import MIGRATIONS, current_version, migrate
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
+from mirrorsim.broker.metadata.store import create_store_engine
+from mirrorsim.broker.metadata.view import ClusterSnapshot
 
 
 @pytest.fixture
@@ -188,3 +194,173 @@ async def test_offset_store_round_trip(store: MetadataStore) -> None:
     await offsets.delete("g", [tp1])
     await offsets.delete_group("h")
     assert await offsets.load_all() == {"g": {tp0: CommittedOffset(12, 4, None, 222)}}
+
+
+async def test_offset_store_loads_several_groups_in_one_call(store: MetadataStore) -> None:
+    offsets = SqlOffsetStore(store)
+    tp = TopicPartition("orders", 0)
+    for group in ("g", "h", "i"):
+        await offsets.commit(group, {tp: CommittedOffset(len(group), 1, group, 5)})
+    loaded = await offsets.load_groups(["g", "i", "unknown"])
+    assert loaded == {
+        "g": {tp: CommittedOffset(1, 1, "g", 5)},
+        "i": {tp: CommittedOffset(1, 1, "i", 5)},
+    }
+    many = [f"group-{n}" for n in range(700)]
+    await offsets.commit_many([(g, {tp: CommittedOffset(7)}) for g in many])
+    assert await offsets.load_groups(many) == {g: {tp: CommittedOffset(7)} for g in many}
+
+
+# the change counter: a refresh re-reads topics, configs and features only when it moved
+
+REPLICATED = PartitionAssignment(0, (1, 2), leader=1, leader_epoch=0, isr=(1, 2))
+
+
+def _seed(store: MetadataStore) -> None:
+    store.register_broker(1, "127.0.0.1", 9092, None)
+    store.register_broker(2, "127.0.0.1", 9093, None)
+    store.create_topic(
+        TopicRecord("orders", uuid.uuid4(), {"retention.ms": "1000"}, partitions=(REPLICATED,))
+    )
+
+
+CHANGES = {
+    "create topic": lambda s: s.create_topic(_topic("payments")),
+    "delete topic": lambda s: s.delete_topic("orders"),
+    "add partitions": lambda s: s.add_partitions(
+        "orders", [PartitionAssignment(1, (2, 1), 2, 0, (2, 1))]
+    ),
+    "reassign partition": lambda s: s.update_partition(
+        "orders", PartitionAssignment(0, (2, 1), 2, 1, (2, 1))
+    ),
+    "raise leader epochs": lambda s: s.raise_leader_epochs("orders", {0: 7}),
+    "topic configs": lambda s: s.set_topic_configs("orders", {"retention.ms": "5"}),
+    "cluster default configs": lambda s: s.set_broker_configs(
+        CLUSTER_DEFAULT, {"log.retention.ms": "5"}
+    ),
+    "broker configs": lambda s: s.set_broker_configs("2", {"num.partitions": "3"}),
+    "feature levels": lambda s: s.alter_feature_levels(lambda _: {"mirror.version": 0}),
+    "election": lambda s: PartitionWriter(s.engine).compare_and_set(
+        "orders", REPLICATED, PartitionAssignment(0, (1, 2), 2, 1, (2,))
+    ),
+    "isr change": lambda s: PartitionWriter(s.engine).alter_isr(
+        "orders", 0, leader=1, leader_epoch=0, expected_isr=(1, 2), new_isr=(1,), live=[1]
+    ),
+}
+
+
+def _non_broker_rows(snapshot: ClusterSnapshot) -> tuple[object, ...]:
+    return (
+        snapshot.topics,
+        snapshot.dynamic_default_configs,
+        snapshot.dynamic_broker_configs,
+        snapshot.finalized_features,
+    )
+
+
+@pytest.mark.parametrize("change", sorted(CHANGES))
+def test_another_brokers_change_is_seen_by_a_snapshot_since_an_earlier_one(
+    url: str, store: MetadataStore, change: str
+) -> None:
+    _seed(store)
+    other_broker = MetadataStore.open(url)
+    try:
+        before = other_broker.snapshot()
+        CHANGES[change](store)
+        after = other_broker.snapshot(before)
+        assert after.version > before.version
+        assert _non_broker_rows(after) != _non_broker_rows(before)
+        assert after == other_broker.snapshot()
+    finally:
+        other_broker.close()
+
+
+def test_an_unchanged_store_is_not_re_read_but_its_broker_rows_are(
+    url: str, store: MetadataStore
+) -> None:
+    _seed(store)
+    other_broker = MetadataStore.open(url)
+    try:
+        before = other_broker.snapshot()
+        store.heartbeat(1)
+        store.unregister_broker(2)
+        store.register_broker(3, "127.0.0.1", 9094, "rack-c")
+        # rows no snapshot holds: committed offsets have their own table and readers
+        store.create_acls(
+            [
+                AclBinding(
+                    ResourceType.TOPIC,
+                    "orders",
+                    PatternType.LITERAL,
+                    "User:a",
+                    "*",
+                    AclOperation.READ,
+                    AclPermissionType.ALLOW,
+                )
+            ]
+        )
+        store.create_mirror("m1", {"bootstrap.servers": "a:9092"})
+        after = other_broker.snapshot(before)
+        assert after.version == before.version
+        assert after.topics is before.topics
+        assert after.brokers == {b.broker_id: b for b in other_broker.brokers()}
+        assert sorted(after.brokers) == [1, 3]
+        assert after == other_broker.snapshot()
+    finally:
+        other_broker.close()
+
+
+def test_a_store_from_before_the_change_counter_gets_one(url: str) -> None:
+    engine = create_store_engine(url)
+    with engine.begin() as conn:
+        migrate(conn, MIGRATIONS[:-1])
+    engine.dispose()
+    store = MetadataStore.open(url)
+    try:
+        assert store.snapshot().version == 0
+        store.create_topic(_topic("orders"))
+        assert store.snapshot().version == 1
+    finally:
+        store.close()
+
+
+def _create(store: MetadataStore, n: int) -> None:
+    if f"t{n}" not in store.topics([f"t{n}"]):
+        store.create_topic(_topic(f"t{n}"))
+
+
+def _if_topic_exists(write: Callable[[MetadataStore, str], object]) -> Callable[..., None]:
+    def step(store: MetadataStore, n: int) -> None:
+        if f"t{n}" in store.topics([f"t{n}"]):
+            write(store, f"t{n}")
+
+    return step
+
+
+STEPS: dict[str, Callable[[MetadataStore, int], object]] = {
+    "create": _create,
+    "delete": _if_topic_exists(lambda s, name: s.delete_topic(name)),
+    "configs": _if_topic_exists(lambda s, name: s.set_topic_configs(name, {"a": name})),
+    "epochs": _if_topic_exists(lambda s, name: s.raise_leader_epochs(name, {1: 3})),
+    "partition": _if_topic_exists(
+        lambda s, name: s.update_partition(name, PartitionAssignment(0, (2,), 2, 4, (2,)))
+    ),
+    "broker configs": lambda s, n: s.set_broker_configs(str(n % 3 or ""), {"x": str(n)}),
+    "register": lambda s, n: s.register_broker(n, "127.0.0.1", 9000 + n, None),
+    "heartbeat": lambda s, n: s.heartbeat(n),
+    "unregister": lambda s, n: s.unregister_broker(n),
+}
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(steps=st.lists(st.tuples(st.sampled_from(sorted(STEPS)), st.integers(0, 3)), max_size=8))
+def test_a_chain_of_snapshots_since_the_last_always_equals_a_full_read(
+    store: MetadataStore, steps: list[tuple[str, int]]
+) -> None:
+    seen = store.snapshot()
+    for name, n in steps:
+        STEPS[name](store, n)
+        seen = store.snapshot(seen)
+        assert seen == store.snapshot()

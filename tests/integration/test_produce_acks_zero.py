@@ -11,7 +11,7 @@ from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.client.builder import build_request
-from mirrorsim.protocol.framing import FrameSplitter, decode_response, encode_request
+from mirrorsim.protocol.framing import FrameAssembler, decode_response, encode_request
 from mirrorsim.protocol.records import Record, build_batch
 
 PRODUCE_KEY, API_VERSIONS_KEY = 0, 18
@@ -52,7 +52,7 @@ async def _send(cluster: ClusterRunner, *frames: bytes) -> bytes:
         async with asyncio.timeout(IO_TIMEOUT_S):
             while chunk := await reader.read(65536):
                 received += chunk
-                if FrameSplitter().feed(received):
+                if FrameAssembler().feed(received):
                     return received
         return received
     finally:
@@ -70,6 +70,6 @@ async def test_a_successful_acks_zero_produce_keeps_the_connection(start_cluster
     async with Admin(bootstrap=cluster.bootstrap) as admin:
         (await admin.create_topics([NewTopic("fire-and-forget", num_partitions=1)])).all()
     received = await _send(cluster, _produce_acks_zero("fire-and-forget"), _api_versions())
-    (frame,) = FrameSplitter().feed(received)
+    (frame,) = FrameAssembler().feed(received)
     correlation_id, _ = decode_response(frame, api_key=API_VERSIONS_KEY, api_version=3)
     assert correlation_id == 2

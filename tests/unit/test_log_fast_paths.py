@@ -118,3 +118,33 @@ def test_a_read_ends_where_a_walk_over_every_batch_would(
         if read:
             assert result.first_offset == read[0].base_offset
         log.close()
+
+
+@SETTINGS
+@given(
+    before=batch_shapes,
+    after=batch_shapes,
+    data=st.data(),
+)
+def test_a_read_after_a_truncation_sees_the_new_batches_at_a_remembered_offset(
+    before: list[tuple[int, int, int, int]],
+    after: list[tuple[int, int, int, int]],
+    data: st.DataObject,
+) -> None:
+    """Offset lookups are remembered per segment; cutting the file must forget them."""
+    old = source_batches(before)
+    cut = data.draw(st.integers(0, old[-1].last_offset), label="cut")
+    with tempfile.TemporaryDirectory() as tmp:
+        log = PartitionLog.open(Path(tmp) / "t-0", config(1 << 20, segment_ms=1 << 30))
+        log.append_as_follower(old)
+        for batch in old:
+            log.read(batch.base_offset, 1 << 20)
+        log.truncate_to(cut)
+        kept = [b for b in old if b.last_offset < log.log_end_offset]
+        offset = log.log_end_offset
+        new = [b.with_base_offset(b.base_offset + offset) for b in source_batches(after)]
+        log.append_as_follower(new)
+        for start in range(0, log.log_end_offset):
+            expected = [b.data for b in kept + new if b.last_offset >= start]
+            assert [b.data for b in iter_batches(log.read(start, 1 << 20).records)] == expected
+        log.close()

@@ -93,6 +93,14 @@ class PartitionLogMachine(RuleBasedStateMachine):
             self.epochs = []
         self.epochs = [e for e in self.epochs if e.start_offset < end]
 
+    def forget_batchless_epochs_recovery_dropped(self) -> None:
+        """Crash recovery re-learns the epochs from the recovery point on from the batches
+        there. An epoch with no batch left in the log (its batches fell below the log
+        start, or it opened in an offset gap) cannot be re-learned, so it may be gone."""
+        kept = {e.epoch for e in self.log.epoch_cache.epoch_entries}
+        batched = {b.partition_leader_epoch for b in self.model if b.last_offset >= self.log_start}
+        self.epochs = [e for e in self.epochs if e.epoch in kept or e.epoch in batched]
+
     # -- rules -----------------------------------------------------------------------------
 
     @rule(
@@ -208,6 +216,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             segment.close()
         self.log = PartitionLog.open(self.tmp / "t-0", self.config)
         self.forget_epochs_at_log_end()
+        self.forget_batchless_epochs_recovery_dropped()
 
     @precondition(lambda self: self.model)
     @rule()
@@ -218,6 +227,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
             segment.close()
         self.log = PartitionLog.open(self.tmp / "t-0", self.config)
         self.forget_epochs_at_log_end()
+        self.forget_batchless_epochs_recovery_dropped()
 
     # -- invariants ------------------------------------------------------------------------
 

@@ -12,8 +12,8 @@ from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
 
 from mirrorsim.protocol.framing import (
+    FrameAssembler,
     FrameError,
-    FrameSplitter,
     decode_request,
     decode_response,
     encode_request,
@@ -31,40 +31,57 @@ def _frame(payload: bytes) -> bytes:
 
 @settings(max_examples=100)
 @given(payloads=frames_payloads, data=st.data())
-def test_splitter_reassembles_frames_from_any_chunking(
+def test_assembler_reassembles_frames_from_any_chunking(
     payloads: list[bytes], data: st.DataObject
 ) -> None:
     stream = b"".join(_frame(p) for p in payloads)
     cuts = sorted(data.draw(st.sets(st.integers(0, len(stream)), max_size=10)))
-    splitter = FrameSplitter()
-    out: list[bytes] = []
+    assembler = FrameAssembler()
+    out: list[bytes | memoryview] = []
     previous = 0
     for cut in [*cuts, len(stream)]:
-        out += splitter.feed(stream[previous:cut])
+        out += assembler.feed(stream[previous:cut])
         previous = cut
     assert out == payloads
 
 
-def test_splitter_fed_byte_by_byte() -> None:
+@settings(max_examples=100)
+@given(
+    payloads=st.lists(st.binary(max_size=300), min_size=1, max_size=6),
+    chunk=st.integers(1, 400),
+)
+def test_fed_frames_larger_than_the_scratch_arrive_whole(payloads: list[bytes], chunk: int) -> None:
+    """Frames that do not fit the scratch buffer are fed into their own frame buffer."""
+    stream = b"".join(_frame(p) for p in payloads)
+    assembler = FrameAssembler(scratch_size=64)
+    out = [
+        bytes(frame)
+        for start in range(0, len(stream), chunk)
+        for frame in assembler.feed(stream[start : start + chunk])
+    ]
+    assert out == payloads
+
+
+def test_assembler_fed_byte_by_byte() -> None:
     payloads = [b"", b"a", b"hello world" * 20]
     stream = b"".join(_frame(p) for p in payloads)
-    splitter = FrameSplitter()
-    out = [frame for i in range(len(stream)) for frame in splitter.feed(stream[i : i + 1])]
+    assembler = FrameAssembler()
+    out = [frame for i in range(len(stream)) for frame in assembler.feed(stream[i : i + 1])]
     assert out == payloads
 
 
 @pytest.mark.parametrize("size", [-1, -(2**31), 1025])
-def test_splitter_rejects_negative_and_oversized_frames(size: int) -> None:
-    splitter = FrameSplitter(max_frame_size=1024)
+def test_assembler_rejects_negative_and_oversized_frames(size: int) -> None:
+    assembler = FrameAssembler(max_frame_size=1024)
     with pytest.raises(FrameError):
-        splitter.feed(struct.pack(">i", size) + b"x")
+        assembler.feed(struct.pack(">i", size) + b"x")
 
 
-def test_splitter_holds_partial_frame() -> None:
-    splitter = FrameSplitter()
-    assert splitter.feed(struct.pack(">i", 10) + b"12345") == []
-    assert splitter.feed(b"67890" + struct.pack(">i", 1)) == [b"1234567890"]
-    assert splitter.feed(b"z") == [b"z"]
+def test_assembler_holds_partial_frame() -> None:
+    assembler = FrameAssembler()
+    assert assembler.feed(struct.pack(">i", 10) + b"12345") == []
+    assert assembler.feed(b"67890" + struct.pack(">i", 1)) == [b"1234567890"]
+    assert assembler.feed(b"z") == [b"z"]
 
 
 def _payload(frame: bytes) -> bytes:
