@@ -39,6 +39,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from mirrorsim.bench.mirroring_lag import LAG_NOTE, lag_at_rate, lag_table
+from mirrorsim.bench.waiting import until
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.client import Admin
@@ -146,12 +147,7 @@ def _states(cluster: ClusterRunner, topic: str) -> list[str]:
 
 
 async def _until(predicate: Any, timeout_s: float, what: str, poll_s: float = POLL_S) -> None:
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                await asyncio.sleep(poll_s)
-    except TimeoutError:
-        raise TimeoutError(f"no {what} within {timeout_s}s") from None
+    await until(predicate, timeout_s, what, poll_s)
 
 
 async def _mirror(destination: ClusterRunner, source: ClusterRunner, topic: str) -> None:

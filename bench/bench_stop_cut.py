@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
+from mirrorsim.bench.waiting import median_ms
 from mirrorsim.broker.log import LogConfig, PartitionLog
 from mirrorsim.coordinator.stop_transactions import transactions_deciding_stop_cut
 from mirrorsim.fetcher.truncation import stop_truncation_offset, transaction_spans
@@ -106,15 +104,6 @@ def indexed_cut(log: PartitionLog) -> int:
         aborted_ending_at_or_after=log.aborted_transactions_ending_at_or_after,
     )
     return stop_truncation_offset(lso, spans)
-
-
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
 
 
 def render_markdown(result: dict[str, object]) -> str:

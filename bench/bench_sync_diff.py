@@ -18,13 +18,11 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import statistics
-import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from mirrorsim.bench.waiting import median_ms
 from mirrorsim.broker.auth.acl import (
     AclBinding,
     AclOperation,
@@ -159,15 +157,6 @@ def scan(views: Views) -> int:
     for acls in (views.source_acls, views.destination_acls):
         seen += len(set(acls))
     return seen
-
-
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
 
 
 def render_markdown(result: dict[str, object]) -> str:

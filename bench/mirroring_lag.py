@@ -39,6 +39,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from mirrorsim.bench.waiting import until
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.supervisor import ProcessCluster
@@ -305,12 +306,7 @@ def _mirroring(destination: ClusterRunner, partitions: int) -> bool:
 
 
 async def _until(predicate: Any, timeout_s: float, what: str) -> None:
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not predicate():
-                await asyncio.sleep(SAMPLE_S)
-    except TimeoutError:
-        raise TimeoutError(f"no {what} within {timeout_s}s") from None
+    await until(predicate, timeout_s, what, SAMPLE_S)
 
 
 async def _establish(source: ProcessCluster, destination: ClusterRunner, partitions: int) -> None:
