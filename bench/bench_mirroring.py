@@ -38,17 +38,16 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from mirrorsim.bench.in_process import find_leader_log, leader_log
 from mirrorsim.bench.mirroring_lag import LAG_NOTE, lag_at_rate, lag_table
 from mirrorsim.bench.waiting import until
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
-from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.compare.kafka_io import consume_until, partitions_of
 from mirrorsim.compare.workload import produce_batch
 from mirrorsim.coordinator.state_machine import MirrorPartitionState
-from mirrorsim.protocol.errors import KafkaError
 from mirrorsim.protocol.records import Compression, Record, build_batch
 
 RESULTS = Path(__file__).parent / "results"
@@ -116,26 +115,9 @@ async def _produce_topic(bootstrap: str, partitions: int, records: int, size: in
 
 
 def _log_end(cluster: ClusterRunner, topic: str, partition: int) -> int:
-    """The log end offset at the partition's leader, read in process."""
-    for broker in cluster.brokers:
-        try:
-            replica = broker.replica_manager.partition(topic, partition)
-        except KafkaError:
-            continue
-        if replica.is_leader:
-            return int(replica.log.log_end_offset)
-    return -1
-
-
-def _leader_log(cluster: ClusterRunner, topic: str, partition: int) -> PartitionLog:
-    for broker in cluster.brokers:
-        try:
-            replica = broker.replica_manager.partition(topic, partition)
-        except KafkaError:
-            continue
-        if replica.is_leader:
-            return replica.log
-    raise LookupError(f"{topic}-{partition} has no leader in {cluster.spec.name}")
+    """The log end offset at the partition's leader, read in process; -1 without one."""
+    log = find_leader_log(cluster, topic, partition)
+    return -1 if log is None else int(log.log_end_offset)
 
 
 def _states(cluster: ClusterRunner, topic: str) -> list[str]:
@@ -194,7 +176,7 @@ async def _mirror_seconds(destination: ClusterRunner, partitions: int, end: int)
     leadership), and each poll reads only the log ends of partitions still copying: the
     poll shares the event loop with both brokers, so its cost would be taken from the copy.
     """
-    logs = [_leader_log(destination, TOPIC, p) for p in range(partitions)]
+    logs = [leader_log(destination, TOPIC, p) for p in range(partitions)]
     async with Admin(bootstrap=destination.bootstrap) as admin:
         started = time.monotonic()
         (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()

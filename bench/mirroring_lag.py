@@ -39,9 +39,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from mirrorsim.bench.in_process import leader_log
 from mirrorsim.bench.waiting import until
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
-from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
@@ -284,17 +284,6 @@ def _lag_of(reached: list[tuple[float, int]], end_offset: int, acknowledged: flo
     return max(0.0, seen_at - acknowledged) * 1000
 
 
-def _leader_log(cluster: ClusterRunner, partition: int) -> PartitionLog:
-    for broker in cluster.brokers:
-        try:
-            replica = broker.replica_manager.partition(TOPIC, partition)
-        except KafkaError:
-            continue
-        if replica.is_leader:
-            return replica.log
-    raise LookupError(f"{TOPIC}-{partition} has no leader in {cluster.spec.name}")
-
-
 def _mirroring(destination: ClusterRunner, partitions: int) -> bool:
     states = [
         status.state
@@ -325,7 +314,7 @@ async def _establish(source: ProcessCluster, destination: ClusterRunner, partiti
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
         (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
     await _until(lambda: _mirroring(destination, partitions), SETUP_TIMEOUT_S, "mirror")
-    logs = [_leader_log(destination, p) for p in range(partitions)]
+    logs = [leader_log(destination, TOPIC, p) for p in range(partitions)]
     await _until(lambda: all(log.log_end_offset == 1 for log in logs), SETUP_TIMEOUT_S, "copy")
 
 
@@ -338,7 +327,7 @@ async def _sampled_run(
 ) -> tuple[ProducerRun, list[float], dict[str, Scheduling]]:
     """One producer run with the destination's log ends sampled every millisecond; the
     run, every batch's lag (sorted) and how each process was scheduled."""
-    logs = [_leader_log(destination, p) for p in range(partitions)]
+    logs = [leader_log(destination, TOPIC, p) for p in range(partitions)]
     reached: list[list[tuple[float, int]]] = [[] for _ in range(partitions)]
     sampling = asyncio.Event()
 
