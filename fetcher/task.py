@@ -50,8 +50,7 @@ from mirrorsim.fetcher.plan import (
     on_truncated,
 )
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
-from mirrorsim.protocol.fetched_records import fetched_batches
-from mirrorsim.protocol.records.raw_batch import RawBatch
+from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +450,7 @@ def _fetched(error: ErrorCode | int, data: Any) -> FetchedPartition:
         high_watermark=int(data.high_watermark),
         last_stable_offset=int(getattr(data, "last_stable_offset", -1)),
         log_start_offset=int(getattr(data, "log_start_offset", -1)),
-        batches=fetched_batches(data.records or b""),
+        batches=tuple(iter_batches(data.records or b"", share_memory=True)),
         diverging_epoch=(int(diverging.epoch), int(diverging.end_offset))
         if has_divergence
         else None,

@@ -190,13 +190,21 @@ def peek_batch_size(buf: bytes | memoryview, pos: int = 0) -> int | None:
     return length + LOG_OVERHEAD
 
 
-def iter_batches(buf: bytes | memoryview, *, allow_partial_tail: bool = True) -> Iterator[RawBatch]:
+def iter_batches(
+    buf: bytes | memoryview, *, allow_partial_tail: bool = True, share_memory: bool = False
+) -> Iterator[RawBatch]:
     """Split a records blob (Produce/Fetch ``records`` or a segment) into raw batches.
 
     A Fetch response may end in a partial batch cut by ``max.bytes``; Kafka clients skip it,
     and so does this with ``allow_partial_tail``. Otherwise a short tail is corruption.
+
+    Each batch owns a copy of its bytes unless ``share_memory``: then its ``data`` is a
+    read-only view of ``buf``, so a mirror fetcher that checks each CRC and appends the
+    batches unchanged does not touch every mirrored byte once more. Control batches are
+    copied either way, because decoding their control record (for producer state) wants
+    ``bytes``.
     """
-    view = memoryview(buf)
+    view = memoryview(buf).toreadonly() if share_memory else memoryview(buf)
     pos = 0
     end = len(view)
     while pos < end:
@@ -207,5 +215,7 @@ def iter_batches(buf: bytes | memoryview, *, allow_partial_tail: bool = True) ->
             raise CorruptRecordError(f"truncated batch at byte {pos}")
         if size < HEADER_SIZE:
             raise CorruptRecordError(f"batch at byte {pos} declares {size} bytes")
-        yield RawBatch.from_bytes(bytes(view[pos : pos + size]))
+        piece = view[pos : pos + size]
+        batch = RawBatch.from_bytes(piece if share_memory else bytes(piece))
+        yield RawBatch.from_bytes(bytes(piece)) if share_memory and batch.is_control else batch
         pos += size

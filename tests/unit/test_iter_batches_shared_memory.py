@@ -1,4 +1,4 @@
-"""Splitting a fetched record set into batches that share its memory."""
+"""Splitting a fetched record set into batches that share its memory (iter_batches share_memory)."""
 
 import struct
 
@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mirrorsim.protocol.fetched_records import fetched_batches
 from mirrorsim.protocol.records import Compression, Record, build_batch
 from mirrorsim.protocol.records.control import ControlRecordType, build_control_batch
 from mirrorsim.protocol.records.raw_batch import CorruptRecordError, RawBatch, iter_batches
@@ -57,7 +56,7 @@ def test_the_same_batches_as_iter_batches_with_a_partial_tail_left_out(
 ) -> None:
     records = _record_set(specs)
     records = records[: max(0, len(records) - cut)]
-    assert fetched_batches(records) == tuple(iter_batches(records))
+    assert tuple(iter_batches(records, share_memory=True)) == tuple(iter_batches(records))
 
 
 @settings(max_examples=50)
@@ -66,7 +65,7 @@ def test_data_batches_are_views_of_the_record_set_and_control_batches_are_bytes(
     specs: list[tuple[str, list[bytes], Compression]],
 ) -> None:
     records = _record_set(specs)
-    batches = fetched_batches(records)
+    batches = tuple(iter_batches(records, share_memory=True))
     for batch in batches:
         if batch.is_control:
             assert isinstance(batch.data, bytes)
@@ -78,4 +77,4 @@ def test_data_batches_are_views_of_the_record_set_and_control_batches_are_bytes(
 
 def test_a_batch_shorter_than_its_header_is_corrupt() -> None:
     with pytest.raises(CorruptRecordError):
-        fetched_batches(struct.pack(">qi", 0, 10) + bytes(10))
+        list(iter_batches(struct.pack(">qi", 0, 10) + bytes(10), share_memory=True))
