@@ -20,10 +20,12 @@ Entry actions:
   within ``replica.lag.time.max.ms``;
 - MIRRORING: hand the partition to the MirrorFetcherManager;
 - PAUSING: remove its fetcher, then FETCHERS_REMOVED;
-- STOPPING (failover): keep the partition read-only, remove its fetcher, cut to a
+- STOPPING (failover): remove its fetcher, cut to a
   transaction-safe offset at or below the LSO, persist the LME, bump the leader epoch in
   the metadata store above every epoch in the log, append MIRROR_PID_RESET at the new
-  epoch, then STOP_COMPLETE; only then does the partition accept produce requests;
+  epoch, then STOP_COMPLETE; only then does the partition accept produce requests
+  (``ReplicaManager.stopped_mirror_partitions``: a mirror partition is writable only
+  while its leader holds it STOPPED, whatever the ``mirror.name`` suffix says);
 - FAILED: remove its fetcher.
 
 The steps that cost a round trip (state writes, LastMirroredEpochs, the leader epoch
@@ -283,18 +285,28 @@ class MirrorCoordinator:
             relocating=stored.state is S.MIRRORING,
         )
         self.partitions[(topic, index)] = status
+        self._update_write_gate(status)
         return status
 
     def _forget(self, key: Key) -> None:
         self.fetchers.remove_partition(key)
         self.partitions.pop(key, None)
-        self._broker.replica_manager.mirror_write_fence.discard(key)
+        self._broker.replica_manager.stopped_mirror_partitions.discard(key)
+
+    def _update_write_gate(self, status: MirrorPartitionStatus) -> None:
+        """Open the partition to clients exactly while it is STOPPED here. A new or
+        restarted leader opens it only once it has loaded the stored STOPPED state, so a
+        stored STOPPING keeps it closed until the resumed sequence completes."""
+        key = (status.key.topic, status.key.partition)
+        if status.state is S.STOPPED:
+            self._broker.replica_manager.stopped_mirror_partitions.add(key)
+        else:
+            self._broker.replica_manager.stopped_mirror_partitions.discard(key)
 
     async def _transition(self, status: MirrorPartitionStatus, event: MirrorEvent) -> None:
         new = next_state(status.state, event)
         key = (status.key.topic, status.key.partition)
-        if new is S.STOPPING:
-            self._broker.replica_manager.mirror_write_fence.add(key)
+        self._broker.replica_manager.stopped_mirror_partitions.discard(key)
         await self.states.write(
             status.key.mirror, status.key.topic, {status.key.partition: StateUpdate(state=new)}
         )
@@ -307,6 +319,7 @@ class MirrorCoordinator:
             new.name,
         )
         status.state = new
+        self._update_write_gate(status)
         status.truncated_at_ms = None
         if new is not S.FAILED:
             status.failure = None
@@ -314,8 +327,6 @@ class MirrorCoordinator:
             await self._start_fetching(status)
         elif new in (S.PAUSING, S.FAILED, S.PREPARING):
             self.fetchers.remove_partition(key)
-        elif new is S.STOPPED:
-            self._broker.replica_manager.mirror_write_fence.discard(key)
         if new is S.FAILED:
             log.error("mirror partition %s-%d failed: %s", *key, status.failure)
 

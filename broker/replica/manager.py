@@ -106,8 +106,9 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(clock=clock)
         directory = data_dir if data_dir is not None else Path(log_manager.data_dir)
         self.producer_ids = ProducerIdAllocator(directory, broker_id)
-        self.mirror_write_fence: set[tuple[str, int]] = set()
-        """Mirror partitions between leaving the mirror and STOPPED: still read-only."""
+        self.stopped_mirror_partitions: set[tuple[str, int]] = set()
+        """Mirror partitions this leader's mirror coordinator found STOPPED: the only
+        partitions of mirror topics that accept produce requests."""
         self.fetchers: ReplicaFetcherManager | None = None
         self._alter_isr: AlterIsr | None = None
         self._isr_changes: dict[tuple[str, int], asyncio.Task[None]] = {}
@@ -206,11 +207,10 @@ class ReplicaManager:
         if required_acks not in VALID_ACKS:
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
         target = self.partition(topic, partition)
-        target.check_writable(required_acks)
-        if (topic, partition) in self.mirror_write_fence:
-            raise KafkaError(
-                ErrorCode.READ_ONLY_TOPIC, f"Mirror partition {topic}-{partition} is stopping"
-            )
+        target.check_writable(
+            required_acks,
+            mirror_partition_stopped=(topic, partition) in self.stopped_mirror_partitions,
+        )
         now = self._clock()
         policy = TimestampPolicy.from_topic_config(target.state.configs)
         batches = validate_client_batches(split_produced_batches(records), policy, now)

@@ -194,13 +194,16 @@ class Partition:
                 f"of {self.topic}-{self.index}",
             )
 
-    def check_writable(self, required_acks: int) -> None:
+    def check_writable(self, required_acks: int, *, mirror_partition_stopped: bool) -> None:
+        """Refuse a produce this leader must not take; ``mirror_partition_stopped``: the
+        mirror coordinator found this partition STOPPED (see ``accepts_produce``)."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if self.state.is_read_only:
+        if not self.state.accepts_produce(mirror_partition_stopped):
             raise KafkaError(
                 ErrorCode.READ_ONLY_TOPIC,
-                f"Topic {self.topic} is a mirror topic and accepts no produce requests",
+                f"Topic {self.topic} is a mirror topic and accepts no produce requests "
+                f"until partition {self.index} is STOPPED",
             )
         if required_acks == -1 and len(self.state.isr) < self.state.min_insync_replicas():
             raise KafkaError(

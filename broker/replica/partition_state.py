@@ -33,5 +33,20 @@ class PartitionState:
         stopped = bool(self.configs.get(MIRROR_STOP_REASON))
         return bool(mirror) and not mirror.endswith(REMOVED_SUFFIX) and not stopped
 
+    def accepts_produce(self, mirror_partition_stopped: bool) -> bool:
+        """Whether clients may write: a plain topic always, a mirror topic only once the
+        config no longer asks for mirroring (``.removed``, or a stop reason) *and* the
+        leader's mirror coordinator has found the partition STOPPED.
+
+        The config alone lands before the STOPPING sequence (write fence, LSO cut, epoch
+        bump, MIRROR_PID_RESET) has run, and before a restarted leader has loaded the
+        stored state; a record acknowledged then would lie below the MIRROR_PID_RESET batch
+        in the old epoch, or be cut by a PREPARING partition's LME truncation. The spec:
+        "The topic is now writable after the STOPPED state".
+        """
+        if not self.configs.get(MIRROR_NAME):
+            return True
+        return not self.is_read_only and mirror_partition_stopped
+
     def min_insync_replicas(self) -> int:
         return int(self.configs.get("min.insync.replicas", "1"))

@@ -178,7 +178,7 @@ async def test_log_append_time_is_reported(manager: ReplicaManager) -> None:
     assert result.log_append_time_ms == NOW_MS
 
 
-async def test_read_only_mirror_topic_refuses_produce_until_removed(
+async def test_read_only_mirror_topic_refuses_produce_until_removed_and_stopped(
     manager: ReplicaManager,
 ) -> None:
     await manager.apply_partition_state(state(0, configs={"mirror.name": "dr"}))
@@ -189,7 +189,17 @@ async def test_read_only_mirror_topic_refuses_produce_until_removed(
     with pytest.raises(KafkaError):
         await produce(manager, [b"a"])
     await manager.apply_partition_state(state(0, configs={"mirror.name": "dr.removed"}))
+    with pytest.raises(KafkaError) as err:
+        await produce(manager, [b"a"])
+    assert err.value.code == ErrorCode.READ_ONLY_TOPIC, "removed, but not STOPPED yet"
+    manager.stopped_mirror_partitions.add((TOPIC, 0))
     assert await produce(manager, [b"a"]) == 0
+    await manager.apply_partition_state(state(0, configs={"mirror.name": "dr"}))
+    with pytest.raises(KafkaError) as err:
+        await produce(manager, [b"a"])
+    assert err.value.code == ErrorCode.READ_ONLY_TOPIC, "added again: the config closes it"
+    await manager.apply_partition_state(state(0, configs={}))
+    assert await produce(manager, [b"a"]) == 1, "not a mirror topic any more"
 
 
 async def test_idempotent_producer_duplicates_and_gaps(manager: ReplicaManager) -> None:

@@ -81,6 +81,7 @@ def test_internal_overrides_are_kept() -> None:
     )
     state = PartitionState("t", 0, uuid.UUID(int=1), 1, 0, (1,), (1,), effective)
     assert state.is_read_only
+    assert not state.accepts_produce(mirror_partition_stopped=True)
     assert state.min_insync_replicas() == 2
 
 

@@ -1,0 +1,195 @@
+"""A mirror topic accepts produce requests only once its partition is STOPPED.
+
+RemoveTopicsFromMirror only sets the ``.removed`` suffix; the leader then runs the STOPPING
+sequence (fetcher removed, LSO cut, LME, leader epoch bump, MIRROR_PID_RESET). A record
+acknowledged before that sequence ends would lie below the MIRROR_PID_RESET batch, in the
+mirrored epoch, and could be cut by it. The tests hold the destination leader's
+coordinator at a chosen step (wrapping one of its methods), so the window between the
+config and the state is as wide as the test needs, while a real client keeps producing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiokafka import AIOKafkaProducer
+from aiokafka.errors import KafkaError as ClientError
+from test_mirror_helpers import (
+    MIRROR,
+    MIRROR_CONFIGS,
+    batches_of,
+    broker_of,
+    mirror_state,
+    mirrored_up_to,
+    produce,
+    produce_error_code,
+)
+from test_replication import restart, stop
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
+from mirrorsim.coordinator.state_machine import MirrorEvent
+from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.records import MirrorPidReset, RawBatch, decode_control_batch
+
+TOPIC = "orders"
+ACKS_AFTER_STOP = 20
+ATTEMPTS_WHILE_HELD = 10
+
+
+@dataclass
+class ProduceLog:
+    acked: list[int] = field(default_factory=list)
+    refused: int = 0
+
+    @property
+    def attempts(self) -> int:
+        return len(self.acked) + self.refused
+
+
+async def _produce_continuously(bootstrap: str, done: asyncio.Event, seen: ProduceLog) -> None:
+    """One record at a time, acks=all, to partition 0, until ``done``; every refusal is
+    counted and the next record sent, as an application that retries would."""
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=0)
+    await producer.start()
+    try:
+        index = 0
+        while not done.is_set():
+            try:
+                sent = await producer.send_and_wait(TOPIC, f"local-{index}".encode(), partition=0)
+            except ClientError:
+                seen.refused += 1
+                await asyncio.sleep(0.01)
+            else:
+                seen.acked.append(sent.offset)
+            index += 1
+    finally:
+        await producer.stop()
+
+
+class Hold:
+    """Blocks a coroutine method of the coordinator until released; counts arrivals."""
+
+    def __init__(self) -> None:
+        self.arrivals = 0
+        self.release = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.arrivals += 1
+        await self.release.wait()
+
+
+async def _mirrored_topic(start_cluster: Any, wait_for: Any) -> tuple[Any, Any]:
+    source = await start_cluster("primary", configs=MIRROR_CONFIGS)
+    destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
+    await produce(source.bootstrap, TOPIC, 5, tag="mirrored")
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
+    await wait_for(lambda: mirrored_up_to(source, destination, TOPIC, 0), timeout=20)
+    return source, destination
+
+
+async def _remove(destination: Any) -> None:
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
+
+
+def _pid_reset(batches: list[RawBatch]) -> RawBatch:
+    (reset,) = [
+        b for b in batches if b.is_control and isinstance(decode_control_batch(b), MirrorPidReset)
+    ]
+    return reset
+
+
+def _assert_written_after_the_reset(batches: list[RawBatch], acked: list[int]) -> None:
+    """Every acknowledged offset lies after MIRROR_PID_RESET, in its (new) leader epoch."""
+    reset = _pid_reset(batches)
+    by_offset = {offset: b for b in batches for offset in range(b.base_offset, b.last_offset + 1)}
+    assert acked, "no record was acknowledged"
+    assert min(acked) > reset.last_offset, (min(acked), reset.last_offset)
+    assert {by_offset[offset].partition_leader_epoch for offset in acked} == {
+        reset.partition_leader_epoch
+    }
+    mirrored = [b.partition_leader_epoch for b in batches if b.last_offset < reset.base_offset]
+    assert mirrored and reset.partition_leader_epoch > max(mirrored)
+
+
+async def test_a_producer_during_failover_is_acknowledged_only_after_the_pid_reset(
+    start_cluster: Any, wait_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader sees ``.removed`` but is held before STOPPING: every produce is refused
+    (READ_ONLY_TOPIC) until the partition is STOPPED."""
+    _, destination = await _mirrored_topic(start_cluster, wait_for)
+    coordinator = broker_of(destination).mirrors
+    hold = Hold()
+    transition = coordinator._transition
+
+    async def held_transition(status: Any, event: MirrorEvent) -> None:
+        if event is MirrorEvent.STOP_REQUESTED:
+            await hold.wait()
+        await transition(status, event)
+
+    monkeypatch.setattr(coordinator, "_transition", held_transition)
+    done = asyncio.Event()
+    seen = ProduceLog()
+    producing = asyncio.create_task(_produce_continuously(destination.bootstrap, done, seen))
+    try:
+        await wait_for(lambda: seen.refused > 0, timeout=20, message="produce refused")
+        await _remove(destination)
+        await wait_for(lambda: hold.arrivals == 1, timeout=20, message="leader saw .removed")
+        held_from = seen.attempts
+        await wait_for(
+            lambda: seen.attempts >= held_from + ATTEMPTS_WHILE_HELD,
+            timeout=20,
+            message="produce attempts while the leader is held before STOPPING",
+        )
+        assert seen.acked == []
+        assert mirror_state(destination, TOPIC, 0) == "MIRRORING"
+
+        hold.release.set()
+        await wait_for(lambda: mirror_state(destination, TOPIC, 0) == "STOPPED", timeout=20)
+        await wait_for(lambda: len(seen.acked) >= ACKS_AFTER_STOP, timeout=20)
+    finally:
+        done.set()
+        await producing
+
+    _assert_written_after_the_reset(batches_of(destination, TOPIC, 0), seen.acked)
+
+
+async def test_a_restarted_leader_resuming_stopping_keeps_the_topic_read_only(
+    start_cluster: Any, wait_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leader stores STOPPING and is stopped before the sequence ends; restarted, it
+    refuses produce while the resumed sequence runs, and accepts it once STOPPED."""
+    _, destination = await _mirrored_topic(start_cluster, wait_for)
+    hold = Hold()
+    stopping_sequence = MirrorCoordinator._stop
+
+    async def held_stop(self: MirrorCoordinator, status: Any, assignment: Any) -> None:
+        await hold.wait()
+        await stopping_sequence(self, status, assignment)
+
+    monkeypatch.setattr(MirrorCoordinator, "_stop", held_stop)
+    await _remove(destination)
+    await wait_for(lambda: hold.arrivals == 1, timeout=20, message="STOPPING stored and held")
+    assert mirror_state(destination, TOPIC, 0) == "STOPPING"
+    broker_id = broker_of(destination).broker_id
+    await stop(destination, broker_id)
+
+    again = await restart(destination, broker_id)
+    await wait_for(lambda: hold.arrivals == 2, timeout=20, message="STOPPING resumed and held")
+    assert mirror_state(destination, TOPIC, 0) == "STOPPING"
+    assert await produce_error_code(again.bootstrap, TOPIC) == ErrorCode.READ_ONLY_TOPIC
+
+    hold.release.set()
+    await wait_for(lambda: mirror_state(destination, TOPIC, 0) == "STOPPED", timeout=20)
+    assert await produce_error_code(again.bootstrap, TOPIC) == ErrorCode.NONE
+    batches = batches_of(destination, TOPIC, 0)
+    _assert_written_after_the_reset(batches, [batches[-1].base_offset])
