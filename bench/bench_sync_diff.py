@@ -31,6 +31,7 @@ from mirrorsim.broker.auth.acl import (
     ResourceType,
 )
 from mirrorsim.coordinator.sync import (
+    AclScope,
     GroupType,
     GroupView,
     MirrorSyncFilters,
@@ -143,7 +144,8 @@ def diff_cycle(views: Views) -> int:
     group_plan = diff_groups(
         views.source_groups, views.destination_groups, views.mirror_topics, FILTERS.groups_include
     )
-    acl_ops = diff_acls(views.source_acls, views.destination_acls, FILTERS.acl_include)
+    scope = AclScope.of(views.mirror_topics, (t.name for t in views.destination_topics))
+    acl_ops = diff_acls(views.source_acls, views.destination_acls, FILTERS.acl_include, scope)
     return len(topic_ops) + len(group_plan.commits) + sum(len(op.bindings) for op in acl_ops)
 
 

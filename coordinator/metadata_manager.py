@@ -128,6 +128,12 @@ class MirrorMetadataManager:
             self._jobs[mirror] = job
             job.start()
 
+    def completed_cycles(self, mirror: str) -> int:
+        """Sync cycles of ``mirror`` this broker has finished (0 if it does not sync it):
+        once it has grown by two after a change, a whole cycle ran after the change."""
+        job = self._jobs.get(mirror)
+        return 0 if job is None else job.completed
+
     async def refresh_now(self, mirror: str) -> SyncCycleReport:
         """Run one sync cycle of ``mirror`` now and return what it did (for operators and
         tests); LookupError when this broker is not the mirror's metadata coordinator."""

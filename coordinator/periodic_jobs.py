@@ -43,6 +43,10 @@ class PeriodicJob(Generic[T]):
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.cycles = 0
+        """Cycles started."""
+        self.completed = 0
+        """Cycles that ended (succeeded or failed): what a caller waits on to know that
+        cycles which started after a change of its have run."""
         self.failures = 0
 
     @property
@@ -102,6 +106,7 @@ class PeriodicJob(Generic[T]):
                 waiter.cancel()
             raise
         except Exception as exc:
+            self.completed += 1
             self.failures += 1
             log.exception("job %r failed after %.3fs", self.name, time.monotonic() - started)
             self._on_error(exc)
@@ -109,6 +114,7 @@ class PeriodicJob(Generic[T]):
                 if not waiter.done():
                     waiter.set_exception(exc)
             return
+        self.completed += 1
         log.debug("job %r took %.3fs", self.name, time.monotonic() - started)
         for waiter in waiters:
             if not waiter.done():

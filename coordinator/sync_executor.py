@@ -58,6 +58,7 @@ from mirrorsim.client.cluster import ClusterClient, RequestSpec, versions_we_hav
 from mirrorsim.client.errors import raise_for_error
 from mirrorsim.coordinator.state_machine import MirrorNameIntent, parse_mirror_name
 from mirrorsim.coordinator.sync import (
+    AclScope,
     AclSyncOperation,
     AlterTopicConfigs,
     ClusterIdCheck,
@@ -151,6 +152,22 @@ def mirror_topics_of(mirror: str, topics: Mapping[str, Any]) -> list[MirrorTopic
                 status = MirrorTopicStatus.STOPPED
             found.append(MirrorTopic(name, status))
     return found
+
+
+def still_mirroring(
+    at_start: Iterable[MirrorTopic], now: Iterable[MirrorTopic]
+) -> list[MirrorTopic]:
+    """The cycle's topics with their status now: MIRRORING only if they were when the
+    cycle started (the source was read for those) and still are (a remove or pause that
+    landed while the source answered is honoured at once). A topic gone from the
+    destination meanwhile counts as STOPPED, so it is neither synced nor recreated."""
+    current = {t.name: t.status for t in now}
+    return [
+        MirrorTopic(t.name, current.get(t.name, MirrorTopicStatus.STOPPED))
+        if t.status is MirrorTopicStatus.MIRRORING
+        else t
+        for t in at_start
+    ]
 
 
 def to_broker_binding(binding: Any) -> AclBinding:
@@ -304,6 +321,7 @@ class MirrorSyncExecutor:
             for name, info in present.items()
         ]
         snapshot = self._broker.snapshot.topics
+        mirror_topics = still_mirroring(mirror_topics, mirror_topics_of(report.mirror, snapshot))
         destination_views = [
             TopicView(t.name, t.topic_id, len(t.partitions), t.configs)
             for t in (snapshot.get(m.name) for m in mirror_topics)
@@ -312,14 +330,17 @@ class MirrorSyncExecutor:
         operations = diff_topics(
             source_views, destination_views, mirror_topics, filters.topic_config_exclude
         )
-        realigned: dict[str, tuple[AlterTopicConfigs, dict[str, str]]] = {}
+        read = {view.name: view.configs for view in destination_views}
+        realigned: dict[str, tuple[AlterTopicConfigs, Mapping[str, str], dict[str, str]]] = {}
         for operation in operations:
             is_config = isinstance(operation, AlterTopicConfigs)
             try:
                 if isinstance(operation, AlterTopicConfigs):
+                    base = read[operation.name]
                     realigned[operation.name] = (
                         operation,
-                        await self._realigned_topic_configs(operation),
+                        base,
+                        await self._realigned_topic_configs(operation, base),
                     )
                     continue
                 await self._apply_topic_operation(report.mirror, operation)
@@ -362,13 +383,16 @@ class MirrorSyncExecutor:
         elif isinstance(operation, StopMirrorPartitions):
             await self._stopper.stop_mirror_topic(mirror, operation.name, operation.reason)
 
-    async def _realigned_topic_configs(self, operation: AlterTopicConfigs) -> dict[str, str]:
-        """The topic's overrides after ``operation``, validated by the controller with
-        IncrementalAlterConfigs semantics (raises its KafkaError)."""
+    async def _realigned_topic_configs(
+        self, operation: AlterTopicConfigs, base: Mapping[str, str]
+    ) -> dict[str, str]:
+        """The topic's overrides ``base`` (those the diff read) after ``operation``,
+        validated by the controller with IncrementalAlterConfigs semantics (raises its
+        KafkaError)."""
         ops = [AlterConfigOp(n, AlterConfigOpType.SET, v) for n, v in sorted(operation.set.items())]
         ops += [AlterConfigOp(n, AlterConfigOpType.DELETE, None) for n in sorted(operation.delete)]
         await self._broker.controller.alter_topic_configs(operation.name, ops, validate_only=True)
-        updated = dict(self._broker.snapshot.topics[operation.name].configs)
+        updated = dict(base)
         updated.update(operation.set)
         for name in operation.delete:
             updated.pop(name, None)
@@ -377,19 +401,33 @@ class MirrorSyncExecutor:
     async def _write_topic_configs(
         self,
         report: SyncCycleReport,
-        realigned: Mapping[str, tuple[AlterTopicConfigs, dict[str, str]]],
+        realigned: Mapping[str, tuple[AlterTopicConfigs, Mapping[str, str], dict[str, str]]],
     ) -> None:
         """Every validated realignment of the cycle written together, then one metadata
         refresh (``set_configs_of_topics``): a cycle that realigns hundreds of topics costs
         one worker thread and one refresh, and moves the store's change counter in one
         burst, so the broker's periodic refreshes in between re-read the store once
-        rather than after every topic."""
+        rather than after every topic.
+
+        Each write is conditional on the overrides the diff read: a topic removed or
+        paused (``mirror.name``) or altered while the source was answering has moved on,
+        and writing the realignment computed before would undo that change (put back the
+        plain ``mirror.name`` of a removed topic, or drop an operator's alter on a topic
+        that is now the destination's). Such a topic is left for the next cycle, which
+        syncs it only if it is still MIRRORING."""
         outcomes = await self._broker.controller.set_configs_of_topics(
-            {name: configs for name, (_, configs) in realigned.items()}
+            {name: configs for name, (_, _, configs) in realigned.items()},
+            expected={name: base for name, (_, base, _) in realigned.items()},
         )
-        for name, (operation, _) in realigned.items():
+        for name, (operation, _, _) in realigned.items():
             error = outcomes[name]
-            if error is not None:
+            if error is not None and error.code == ErrorCode.INVALID_UPDATE_VERSION:
+                log.info(
+                    "mirror %s: topic %s changed during the cycle; not realigned",
+                    report.mirror,
+                    name,
+                )
+            elif error is not None:
                 log.warning("mirror %s: %s failed: %s", report.mirror, operation, error)
                 self._fail(report, SyncError.TOPIC_CONFIG)
             else:
@@ -466,8 +504,27 @@ class MirrorSyncExecutor:
         return plan
 
     async def _commit_group_plan(self, report: SyncCycleReport, plan: GroupSyncPlan | None) -> None:
-        if plan is not None and plan.commits:
-            await self._commit_all(report, await self._destination_committers(), plan.commits)
+        """The plan's commits on the partitions of topics still MIRRORING after a metadata
+        refresh: once a topic is removed its consumers commit on the destination, and a
+        source offset committed there would skip records produced after the failover."""
+        if plan is None or not plan.commits:
+            return
+        await self._broker.refresh_metadata()
+        synced = {
+            t.name
+            for t in mirror_topics_of(report.mirror, self._broker.snapshot.topics)
+            if t.status is MirrorTopicStatus.MIRRORING
+        }
+        commits = [
+            dataclasses.replace(
+                commit,
+                offsets={tp: o for tp, o in commit.offsets.items() if tp.topic in synced},
+            )
+            for commit in plan.commits
+        ]
+        commits = [commit for commit in commits if commit.offsets]
+        if commits:
+            await self._commit_all(report, await self._destination_committers(), commits)
 
     async def _commit_all(
         self,
@@ -511,13 +568,30 @@ class MirrorSyncExecutor:
 
     # -- ACLs ----------------------------------------------------------------------------
 
+    def _acl_scope(self, mirror: str) -> AclScope:
+        topics = self._broker.snapshot.topics
+        return AclScope.of(mirror_topics_of(mirror, topics), topics)
+
     async def _sync_acls(
         self, report: SyncCycleReport, source: Admin, filters: MirrorSyncFilters
     ) -> None:
+        """Only the bindings of the mirror's MIRRORING topics (``AclScope``), with the
+        scope taken after both ACL sets are read: a topic removed or paused while the
+        source answered is already the destination's. When the diff finds work, the
+        scope is taken again after a metadata refresh, so a remove that reached the store
+        before this broker's periodic refresh is seen too."""
         source_acls = [to_broker_binding(b) for b in await source.describe_acls()]
         store = self._broker.store
         destination_acls = await asyncio.to_thread(store.acls)
-        for operation in diff_acls(source_acls, destination_acls, filters.acl_include):
+        operations = diff_acls(
+            source_acls, destination_acls, filters.acl_include, self._acl_scope(report.mirror)
+        )
+        if operations:
+            await self._broker.refresh_metadata()
+            operations = diff_acls(
+                source_acls, destination_acls, filters.acl_include, self._acl_scope(report.mirror)
+            )
+        for operation in operations:
             try:
                 if isinstance(operation, CreateAcls):
                     await asyncio.to_thread(store.create_acls, operation.bindings)

@@ -672,14 +672,22 @@ class PartitionLog:
     def collect_aborted_transactions(
         self, start_offset: int, upper_offset: int
     ) -> list[AbortedTxn]:
+        """The aborted transactions a READ_COMMITTED fetch of [start_offset, upper_offset)
+        reports, as Kafka's ``collectAbortedTransactions``.
+
+        Each abort is indexed in the segment of its ABORT marker, so a transaction that
+        spans a segment roll is found in a segment after the fetched range: the search
+        reads the indexes from the segment holding ``start_offset`` onwards until one
+        says no transaction still open at ``upper_offset`` can follow (``search``), or
+        the log ends. Stopping at the first segment past the range would hand out the
+        aborted records of a transaction whose marker is in a later segment.
+        """
         aborted: list[AbortedTxn] = []
         for segment in self.segments[self._segment_index(start_offset) :]:
-            if segment.base_offset >= upper_offset:
+            found = segment.txn_index.search(start_offset, upper_offset)
+            aborted.extend(AbortedTxn(e.producer_id, e.first_offset) for e in found.aborted)
+            if found.complete:
                 break
-            aborted.extend(
-                AbortedTxn(e.producer_id, e.first_offset)
-                for e in segment.txn_index.overlapping(start_offset, upper_offset)
-            )
         return aborted
 
     def aborted_transactions_ending_at_or_after(self, offset: int) -> list[CompletedAbort]:

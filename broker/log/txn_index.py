@@ -42,6 +42,14 @@ class CompletedAbort:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class TxnIndexSearch:
+    """What one segment's index holds for a fetch; ``complete`` ends the search."""
+
+    aborted: list[CompletedAbort]
+    complete: bool
+
+
 class TransactionIndex:
     def __init__(self, path: Path, entries: list[CompletedAbort] | None = None) -> None:
         self.path = path
@@ -70,12 +78,23 @@ class TransactionIndex:
         self._entries.append(entry)
         self._unflushed += 1
 
-    def overlapping(self, start_offset: int, upper_offset: int) -> list[CompletedAbort]:
-        return [
-            e
-            for e in self._entries
-            if e.last_offset >= start_offset and e.first_offset < upper_offset
-        ]
+    def search(self, start_offset: int, upper_offset: int) -> TxnIndexSearch:
+        """Kafka's ``TransactionIndex.collectAbortedTxns``: the entries overlapping
+        [start_offset, upper_offset), and whether the search may stop here.
+
+        An entry lives in the segment of its ABORT marker, which can be far after the
+        fetched range, so a fetch has to read the indexes of later segments too. It may
+        stop at the first entry whose recorded LSO reaches ``upper_offset``: when that
+        abort completed, no transaction that began before ``upper_offset`` was still
+        open, so every later entry's transaction begins at or after it.
+        """
+        found = []
+        for e in self._entries:
+            if e.last_offset >= start_offset and e.first_offset < upper_offset:
+                found.append(e)
+            if e.last_stable_offset >= upper_offset:
+                return TxnIndexSearch(found, complete=True)
+        return TxnIndexSearch(found, complete=False)
 
     def truncate_to(self, offset: int) -> None:
         kept = [e for e in self._entries if e.last_offset < offset]

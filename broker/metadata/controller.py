@@ -29,6 +29,7 @@ from mirrorsim.broker.metadata.assignment import assign_replicas, validate_manua
 from mirrorsim.broker.metadata.ids import new_topic_id
 from mirrorsim.broker.metadata.models import (
     PartitionAssignment,
+    TopicConfigsChangedError,
     TopicExistsError,
     TopicRecord,
     UnknownTopicError,
@@ -331,26 +332,38 @@ class MetadataController:
             raise error
 
     async def set_configs_of_topics(
-        self, changes: Mapping[str, Mapping[str, str]]
+        self,
+        changes: Mapping[str, Mapping[str, str]],
+        *,
+        expected: Mapping[str, Mapping[str, str]] | None = None,
     ) -> dict[str, KafkaError | None]:
         """``set_topic_configs`` for many topics: the writes on one worker thread, then one
-        metadata refresh. Per topic, None or its error."""
+        metadata refresh. Per topic, None or its error. A topic named in ``expected`` is
+        written only if its overrides still equal the given ones, else its error is
+        INVALID_UPDATE_VERSION (the caller read them too long ago)."""
         if not changes:
             return {}
-        outcomes = await asyncio.to_thread(self._write_topic_configs, changes)
+        outcomes = await asyncio.to_thread(self._write_topic_configs, changes, expected or {})
         if any(error is None for error in outcomes.values()):
             await self._on_change()
         return outcomes
 
     def _write_topic_configs(
-        self, changes: Mapping[str, Mapping[str, str]]
+        self,
+        changes: Mapping[str, Mapping[str, str]],
+        expected: Mapping[str, Mapping[str, str]],
     ) -> dict[str, KafkaError | None]:
         outcomes: dict[str, KafkaError | None] = {}
         for name, configs in changes.items():
             try:
-                self._store.set_topic_configs(name, configs)
+                self._store.set_topic_configs(name, configs, expected=expected.get(name))
             except UnknownTopicError:
                 outcomes[name] = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            except TopicConfigsChangedError:
+                outcomes[name] = KafkaError(
+                    ErrorCode.INVALID_UPDATE_VERSION,
+                    f"the configs of topic {name} changed since they were read",
+                )
             else:
                 outcomes[name] = None
         return outcomes

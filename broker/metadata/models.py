@@ -46,3 +46,7 @@ class TopicExistsError(Exception):
 
 class UnknownTopicError(Exception):
     """An operation on a topic the store does not know."""
+
+
+class TopicConfigsChangedError(Exception):
+    """A conditional config write found the topic's configs changed since they were read."""

@@ -47,6 +47,7 @@ from mirrorsim.broker.metadata.models import (
     BrokerRegistration,
     MirrorRecord,
     PartitionAssignment,
+    TopicConfigsChangedError,
     TopicExistsError,
     TopicRecord,
     UnknownTopicError,
@@ -259,9 +260,29 @@ class MetadataStore:
                 change_counter.bump(conn)
             return raised
 
-    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
-        """Replace a topic's overrides wholesale (callers compute the new map)."""
+    def set_topic_configs(
+        self,
+        name: str,
+        configs: Mapping[str, str],
+        *,
+        expected: Mapping[str, str] | None = None,
+    ) -> None:
+        """Replace a topic's overrides wholesale (callers compute the new map).
+
+        With ``expected``, only if the topic's overrides still equal it (else
+        ``TopicConfigsChangedError``): a writer that computed ``configs`` from an older
+        read must not undo a change made since, such as a RemoveTopicsFromMirror that set
+        ``mirror.name`` to its ``.removed`` form.
+        """
         with self._tx() as conn:
+            if expected is not None:
+                current = conn.execute(
+                    select(schema.topics.c.configs).where(schema.topics.c.name == name)
+                ).scalar_one_or_none()
+                if current is None:
+                    raise UnknownTopicError(name)
+                if json.loads(current) != dict(expected):
+                    raise TopicConfigsChangedError(name)
             updated = conn.execute(
                 update(schema.topics)
                 .where(schema.topics.c.name == name)

@@ -2,6 +2,7 @@
 filters) → operations. An executor reads the views through the client layer and sends
 the operations; nothing here performs I/O."""
 
+from mirrorsim.coordinator.sync.acl_scope import AclScope
 from mirrorsim.coordinator.sync.acls import (
     AclIncludeRule,
     AclIncludeRules,
@@ -45,6 +46,7 @@ __all__ = [
     "AclIncludeRule",
     "AclIncludeRules",
     "AclRuleError",
+    "AclScope",
     "AclSyncOperation",
     "AlterTopicConfigs",
     "ClusterIdCheck",

@@ -7,10 +7,12 @@ whole name (``User:app-.*`` selects ``User:app-1``, not ``User:my-app-1``). Rule
 separated by commas; a binding is synced when any rule covers it.
 
 `diff_acls` compares the source bindings the rules cover with the destination bindings
-the rules cover: missing ones are created, extra ones deleted, and destination bindings
-no rule covers are never touched. Creates go before deletes: while a binding is being
-replaced both exist for a moment, and with Kafka's DENY-wins evaluation that errs on the
-side of refusing access rather than opening a gap where neither applies.
+the rules cover, both narrowed to the mirror's `AclScope` (the resources of its
+MIRRORING topics, see ``acl_scope``): missing ones are created, extra ones deleted, and
+destination bindings outside the rules or the scope are never touched. Creates go before
+deletes: while a binding is being replaced both exist for a moment, and with Kafka's
+DENY-wins evaluation that errs on the side of refusing access rather than opening a gap
+where neither applies.
 
 CLUSTER_MIRROR bindings authorize managing this cluster's own mirrors (the mirror admin
 of the spec's examples); a source cluster's mirrors are different objects. A rule with a
@@ -32,6 +34,7 @@ from mirrorsim.broker.auth.acl import (
     AclPermissionType,
     ResourceType,
 )
+from mirrorsim.coordinator.sync.acl_scope import AclScope
 from mirrorsim.coordinator.sync.patterns import SyncFilterError, split_list
 
 MIRROR_ACL_INCLUDE = "mirror.acl.include"
@@ -147,10 +150,16 @@ AclSyncOperation = CreateAcls | DeleteAcls
 
 
 def diff_acls(
-    source: Iterable[AclBinding], destination: Iterable[AclBinding], include: AclIncludeRules
+    source: Iterable[AclBinding],
+    destination: Iterable[AclBinding],
+    include: AclIncludeRules,
+    scope: AclScope,
 ) -> tuple[AclSyncOperation, ...]:
-    wanted = {binding for binding in source if include.covers(binding)}
-    present = {binding for binding in destination if include.covers(binding)}
+    def synced(binding: AclBinding) -> bool:
+        return include.covers(binding) and scope.covers(binding)
+
+    wanted = {binding for binding in source if synced(binding)}
+    present = {binding for binding in destination if synced(binding)}
     operations: list[AclSyncOperation] = []
     if missing := wanted - present:
         operations.append(CreateAcls(_ordered(missing)))

@@ -33,6 +33,7 @@ from mirrorsim.broker.metadata import (
 )
 from mirrorsim.broker.metadata.ids import from_base64, to_base64
 from mirrorsim.broker.metadata.migrations import MIGRATIONS, current_version, migrate
+from mirrorsim.broker.metadata.models import TopicConfigsChangedError
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
 from mirrorsim.broker.metadata.store import create_store_engine
 from mirrorsim.broker.metadata.view import ClusterSnapshot
@@ -128,6 +129,27 @@ def test_topic_lifecycle(store: MetadataStore) -> None:
     assert store.topics() == {}
     with pytest.raises(UnknownTopicError):
         store.delete_topic("orders")
+
+
+def test_a_conditional_config_write_refuses_configs_changed_since_read(
+    store: MetadataStore,
+) -> None:
+    """A writer that realigned configs it read earlier must not undo a change made since
+    (a RemoveTopicsFromMirror's ``.removed`` suffix, an operator's alter)."""
+    store.create_topic(_topic("orders"))
+    read = {"retention.ms": "1000"}
+    store.set_topic_configs("orders", {"retention.ms": "1000", "mirror.name": "m1.removed"})
+    with pytest.raises(TopicConfigsChangedError):
+        store.set_topic_configs("orders", {"retention.ms": "7", "mirror.name": "m1"}, expected=read)
+    assert store.topics()["orders"].configs == {"retention.ms": "1000", "mirror.name": "m1.removed"}
+    store.set_topic_configs(
+        "orders",
+        {"retention.ms": "7"},
+        expected={"mirror.name": "m1.removed", "retention.ms": "1000"},
+    )
+    assert store.topics()["orders"].configs == {"retention.ms": "7"}
+    with pytest.raises(UnknownTopicError):
+        store.set_topic_configs("other", {}, expected={})
 
 
 def test_brokers_and_dynamic_configs_in_snapshot(store: MetadataStore) -> None:

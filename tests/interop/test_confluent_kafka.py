@@ -1,5 +1,6 @@
-"""confluent-kafka (librdkafka) against the broker: every codec, group resume, and the
-idempotent producer surviving a broker restart mid-stream.
+"""confluent-kafka (librdkafka) against the broker: every codec, group resume, the
+idempotent producer surviving a broker restart mid-stream, and a read_committed consumer
+over a transaction aborted across segment rolls.
 
 confluent-kafka is blocking, so each step runs in a worker thread while the broker keeps
 serving on the test's event loop.
@@ -174,3 +175,97 @@ async def test_idempotent_producer_survives_a_broker_restart(
     assert delivery.acked == count
     records = await asyncio.to_thread(_consume, cluster.bootstrap, topic, group, count)
     assert_delivered(count, CLIENT, records, [])
+
+
+TXN_RECORDS = 1_001
+TXN_SEGMENT_BYTES = 16_384
+
+
+def _create_small_segment_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    new = NewTopic(topic, 1, 1, config={"segment.bytes": str(TXN_SEGMENT_BYTES)})
+    for future in admin.create_topics([new], request_timeout=TIMEOUT_S).values():
+        future.result(timeout=TIMEOUT_S)
+
+
+def _transaction(producer: Producer, topic: str, values: list[bytes], *, commit: bool) -> None:
+    producer.begin_transaction()
+    for value in values:
+        while True:
+            try:
+                producer.produce(topic, value)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    assert producer.flush(TIMEOUT_S) == 0
+    if commit:
+        producer.commit_transaction(TIMEOUT_S)
+    else:
+        producer.abort_transaction(TIMEOUT_S)
+
+
+def _read_committed(bootstrap: str, topic: str, end: int) -> list[bytes]:
+    """Every record a read_committed consumer delivers from offset 0 until its position
+    reaches ``end``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"{topic}-reader",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        values: list[bytes] = []
+        for _ in range(int(TIMEOUT_S / 0.1)):
+            for m in consumer.consume(500, timeout=0.1):
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                values.append(m.value())
+            if consumer.position([TopicPartition(topic, 0)])[0].offset >= end:
+                return values
+        raise AssertionError(f"consumer stuck before offset {end} after {len(values)} records")
+    finally:
+        consumer.close()
+
+
+async def test_read_committed_drops_a_transaction_aborted_across_segment_rolls(
+    cluster: Any, topic_names: str, wait_for: Any
+) -> None:
+    """A transaction of 1,001 records over several segments is aborted: its ABORT marker
+    is indexed in the last segment, and a fetch that ends at an earlier segment roll must
+    still name it, or librdkafka delivers the aborted records."""
+    topic = topic_names
+    await asyncio.to_thread(_create_small_segment_topic, cluster.bootstrap, topic)
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "transactional.id": topic,
+            "linger.ms": 5,
+            "batch.num.messages": 50,
+        }
+    )
+    try:
+        await asyncio.to_thread(producer.init_transactions, TIMEOUT_S)
+        aborted = [f"aborted-{i:04d}-".encode() + b"." * 64 for i in range(TXN_RECORDS)]
+        await asyncio.to_thread(_transaction, producer, topic, aborted, commit=False)
+        partition = cluster.brokers[0].replica_manager.partition(topic, 0)
+
+        def settled() -> int:
+            stable = partition.last_stable_offset == partition.high_watermark
+            return int(partition.high_watermark) if stable else 0
+
+        end = await wait_for(settled, timeout=TIMEOUT_S, message="the abort to be stable")
+        assert end == TXN_RECORDS + 1
+        assert len(partition.log.segments) > 2, "the transaction should span segment rolls"
+        assert await asyncio.to_thread(_read_committed, cluster.bootstrap, topic, end) == []
+
+        committed = [f"committed-{i}".encode() for i in range(10)]
+        await asyncio.to_thread(_transaction, producer, topic, committed, commit=True)
+        end = await wait_for(settled, timeout=TIMEOUT_S, message="the commit to be stable")
+        assert end == TXN_RECORDS + 1 + len(committed) + 1
+        assert await asyncio.to_thread(_read_committed, cluster.bootstrap, topic, end) == committed
+    finally:
+        await asyncio.to_thread(producer.close)

@@ -15,8 +15,11 @@ from mirrorsim.broker.auth.acl import (
 )
 from mirrorsim.coordinator.sync import (
     AclRuleError,
+    AclScope,
     CreateAcls,
     DeleteAcls,
+    MirrorTopic,
+    MirrorTopicStatus,
     SyncFilterError,
     diff_acls,
     parse_acl_include,
@@ -66,6 +69,11 @@ ALL = [
     CLUSTER_DESCRIBE_MYAPP,
     PREFIXED_ORDERS_DESCRIBE_APP,
 ]
+
+
+TOPICS = ("orders", "orders.eu", "payments", "consumer-1")
+PURE_COPY = AclScope.of([MirrorTopic(name) for name in TOPICS], TOPICS)
+"""Every destination topic MIRRORING in the mirror: the rules alone decide."""
 
 
 def covered(value: str) -> set[AclBinding]:
@@ -175,31 +183,39 @@ def test_unknown_name_error_lists_the_choices() -> None:
 def test_missing_acls_are_created_and_extra_ones_deleted() -> None:
     stale = acl(name="orders", principal="User:mallory")
     operations = diff_acls(
-        [ORDERS_READ_ALICE, PAYMENTS_READ_BOB], [PAYMENTS_READ_BOB, stale], parse_acl_include("*")
+        [ORDERS_READ_ALICE, PAYMENTS_READ_BOB],
+        [PAYMENTS_READ_BOB, stale],
+        parse_acl_include("*"),
+        PURE_COPY,
     )
     assert operations == (CreateAcls((ORDERS_READ_ALICE,)), DeleteAcls((stale,)))
 
 
 def test_equal_acls_produce_nothing() -> None:
-    assert diff_acls(ALL, list(reversed(ALL)), parse_acl_include("*")) == ()
+    assert diff_acls(ALL, list(reversed(ALL)), parse_acl_include("*"), PURE_COPY) == ()
 
 
 def test_destination_acls_outside_the_rules_are_left_alone() -> None:
     local = acl(R.CLUSTER_MIRROR, "my-mirror", "User:mirror-admin", OP.ALTER)
     operations = diff_acls(
-        [ORDERS_READ_ALICE], [PAYMENTS_READ_BOB, local], parse_acl_include("TOPIC;orders.*")
+        [ORDERS_READ_ALICE],
+        [PAYMENTS_READ_BOB, local],
+        parse_acl_include("TOPIC;orders.*"),
+        PURE_COPY,
     )
     assert operations == (CreateAcls((ORDERS_READ_ALICE,)),)
 
 
 def test_source_acls_outside_the_rules_are_not_copied() -> None:
-    assert diff_acls([PAYMENTS_READ_BOB], [], parse_acl_include("TOPIC;orders.*")) == ()
+    assert diff_acls([PAYMENTS_READ_BOB], [], parse_acl_include("TOPIC;orders.*"), PURE_COPY) == ()
 
 
 def test_host_and_pattern_type_are_part_of_the_identity() -> None:
     from_host = acl(host="10.0.0.1")
     prefixed = acl(pattern=PatternType.PREFIXED)
-    operations = diff_acls([from_host, prefixed], [ORDERS_READ_ALICE], parse_acl_include("*"))
+    operations = diff_acls(
+        [from_host, prefixed], [ORDERS_READ_ALICE], parse_acl_include("*"), PURE_COPY
+    )
     assert operations == (CreateAcls((from_host, prefixed)), DeleteAcls((ORDERS_READ_ALICE,)))
 
 
@@ -233,7 +249,7 @@ def test_applying_an_acl_diff_converges(
 ) -> None:
     rules = parse_acl_include(value)
     after = set(destination)
-    for operation in diff_acls(source, destination, rules):
+    for operation in diff_acls(source, destination, rules, PURE_COPY):
         match operation:
             case CreateAcls(bindings):
                 assert after.isdisjoint(bindings)
@@ -241,8 +257,103 @@ def test_applying_an_acl_diff_converges(
             case DeleteAcls(bindings):
                 assert set(bindings) <= after
                 after -= set(bindings)
-    assert diff_acls(source, after, rules) == ()
+    assert diff_acls(source, after, rules, PURE_COPY) == ()
     assert {b for b in after if rules.covers(b)} == {b for b in source if rules.covers(b)}
     assert {b for b in after if not rules.covers(b)} == {
         b for b in destination if not rules.covers(b)
     }
+
+
+# Scope: only the resources of the mirror's MIRRORING topics.
+
+MIRRORING, PAUSED, STOPPED = (
+    MirrorTopicStatus.MIRRORING,
+    MirrorTopicStatus.PAUSED,
+    MirrorTopicStatus.STOPPED,
+)
+NEW_PRODUCER_WRITES_ORDERS = acl(name="orders", principal="User:new-producer", operation=OP.WRITE)
+
+
+def scope(statuses: dict[str, MirrorTopicStatus], *local: str) -> AclScope:
+    topics = [MirrorTopic(name, status) for name, status in statuses.items()]
+    return AclScope.of(topics, [*statuses, *local, "__consumer_offsets", "__mirror_state"])
+
+
+@pytest.mark.parametrize("status", [PAUSED, STOPPED])
+def test_a_grant_on_a_paused_or_stopped_topic_is_the_destinations(
+    status: MirrorTopicStatus,
+) -> None:
+    after_failover = scope({"orders": status, "payments": MIRRORING})
+    operations = diff_acls(
+        [PAYMENTS_READ_BOB],
+        [PAYMENTS_READ_BOB, NEW_PRODUCER_WRITES_ORDERS],
+        parse_acl_include("*"),
+        after_failover,
+    )
+    assert operations == ()
+    assert diff_acls([ORDERS_READ_ALICE], [], parse_acl_include("*"), after_failover) == ()
+
+
+def test_topics_outside_the_mirror_keep_their_acls() -> None:
+    operations = diff_acls(
+        [ORDERS_READ_ALICE, PAYMENTS_READ_BOB],
+        [PAYMENTS_WRITE_ALICE],
+        parse_acl_include("*"),
+        scope({"orders": MIRRORING}, "payments"),
+    )
+    assert operations == (CreateAcls((ORDERS_READ_ALICE,)),)
+
+
+def test_a_prefix_is_synced_only_while_every_topic_it_covers_is_mirroring() -> None:
+    prefixed = PREFIXED_ORDERS_DESCRIBE_APP
+    both = scope({"orders": MIRRORING, "orders.eu": MIRRORING}, "payments")
+    one_stopped = scope({"orders": MIRRORING, "orders.eu": STOPPED})
+    none_covered = scope({"payments": MIRRORING})
+    assert both.covers(prefixed)
+    assert not one_stopped.covers(prefixed)
+    assert not none_covered.covers(prefixed)
+    wildcard = acl(name="*")
+    assert scope({"orders": MIRRORING, "payments": MIRRORING}).covers(wildcard)
+    assert not both.covers(wildcard)
+
+
+def test_cluster_wide_acls_follow_only_a_pure_copy() -> None:
+    pure = scope({"orders": MIRRORING, "payments": MIRRORING})
+    for binding in (GROUP_CONSUMER_READ_BOB, CLUSTER_ALTER_APP):
+        assert pure.covers(binding)
+        assert not scope({"orders": MIRRORING, "payments": STOPPED}).covers(binding)
+        assert not scope({"orders": MIRRORING, "payments": PAUSED}).covers(binding)
+        assert not scope({"orders": MIRRORING}, "local").covers(binding)
+        assert not scope({"orders": PAUSED}).covers(binding)
+
+
+def test_opposite_mirrors_of_a_failback_never_share_a_binding() -> None:
+    """A→B with orders STOPPED on B (failed over), B→A with orders MIRRORING on A; each
+    cluster also holds the other's topics. No binding is owned by both mirrors."""
+    on_b = scope({"orders": STOPPED, "payments": MIRRORING})
+    on_a = scope({"orders": MIRRORING}, "payments")
+    for binding in [*ALL, NEW_PRODUCER_WRITES_ORDERS]:
+        assert not (on_b.covers(binding) and on_a.covers(binding)), binding
+
+
+STATUSES = st.sampled_from([MIRRORING, PAUSED, STOPPED])
+
+
+@given(
+    st.sets(BINDINGS),
+    st.sets(BINDINGS),
+    RULES,
+    st.fixed_dictionaries({name: STATUSES for name in TOPICS[:3]}),
+)
+def test_bindings_outside_the_scope_are_never_created_or_deleted(
+    source: set[AclBinding],
+    destination: set[AclBinding],
+    value: str,
+    statuses: dict[str, MirrorTopicStatus],
+) -> None:
+    owned = scope(statuses)
+    for operation in diff_acls(source, destination, parse_acl_include(value), owned):
+        assert all(owned.covers(b) for b in operation.bindings)
+        for binding in operation.bindings:
+            if binding.resource_type == R.TOPIC and binding.pattern_type == PatternType.LITERAL:
+                assert statuses.get(binding.resource_name) is MIRRORING
