@@ -5,6 +5,13 @@ Start order makes the broker visible only when it can serve: open the metadata s
 start the components, bind the listener, then register (with the bound port) and apply
 the partition states. Stop runs the other way round: stop the periodic jobs, drain the
 listener, stop the components, unregister.
+
+Every start registers a new incarnation (a new broker epoch), fenced: its log may have
+lost an unflushed tail its previous incarnation had acknowledged. The broker applies no
+partition state until the controller has moved that incarnation's leaderships, taken it
+out of the ISRs and unfenced it; it then starts as a follower and rejoins the ISRs by
+catching up. ``start`` returns once it is unfenced (or after a session timeout, when no
+controller answered; the refresh keeps waiting).
 """
 
 from __future__ import annotations
@@ -77,6 +84,11 @@ class Broker:
         self._proposed_cluster_id = cluster_id
         self.cluster_id: str = cluster_id or ""
         self.snapshot = ClusterSnapshot()
+        self._applied = ClusterSnapshot()
+        """The snapshot whose partition states the replica manager holds."""
+        self.broker_epoch = -1
+        """This incarnation's broker epoch, from its registration."""
+        self._unfenced = False
         self._refresh_lock = asyncio.Lock()
         self._group_ownership_live: tuple[int, ...] | None = None
         self._jobs: list[asyncio.Task[None]] = []
@@ -167,6 +179,8 @@ class Broker:
         # a restarted broker's fresh replica manager holds no partitions yet, so the
         # first refresh must diff against an empty view to re-apply every partition
         self.snapshot = ClusterSnapshot()
+        self._applied = ClusterSnapshot()
+        self._unfenced = False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.store = await asyncio.to_thread(MetadataStore.open, self.metadata_url)
         resources.push_async_callback(asyncio.to_thread, self.store.close)
@@ -201,6 +215,7 @@ class Broker:
                 endpoint=self._endpoint,
                 config=FetcherConfig.from_broker_config(self.config),
                 security=self.inter_broker_client,
+                broker_epoch=lambda: self.broker_epoch,
             ),
             self.cluster_controller.alter_isr,
         )
@@ -227,16 +242,18 @@ class Broker:
         )
         resources.push_async_callback(self.metrics.stop_endpoint)
         resources.push_async_callback(self._controlled_shutdown)
-        await asyncio.to_thread(
+        self.broker_epoch = await asyncio.to_thread(
             self.store.register_broker, self.broker_id, self.host, self.port, self.rack
         )
+        self.cluster_controller.broker_epoch = self.broker_epoch
+        log.info("broker %d registered at broker epoch %d", self.broker_id, self.broker_epoch)
         await asyncio.to_thread(
             register_listeners, self.store, self.broker_id, self.server.endpoints()
         )
         resources.push_async_callback(
-            asyncio.to_thread, self.store.unregister_broker, self.broker_id
+            asyncio.to_thread, self.store.unregister_broker, self.broker_id, self.broker_epoch
         )
-        await self.refresh_metadata()
+        await self._await_unfenced()
         await self.transactions.start()
         resources.push_async_callback(self.transactions.stop)
         # cluster mirroring: periodic topic, config, group offset and ACL sync
@@ -245,6 +262,29 @@ class Broker:
         )
         self.mirror_metadata.start()
         resources.push_async_callback(self.mirror_metadata.stop)
+
+    async def _await_unfenced(self) -> None:
+        """Wait (at most a session timeout) until the controller unfenced this incarnation,
+        running the controller's pass here too: with the lease free or held by this broker
+        id, nobody else would make it."""
+        deadline = time.monotonic() + int(self.config("broker.session.timeout.ms")) / 1000
+        while True:
+            try:
+                await self.cluster_controller.tick()
+            except Exception:
+                log.exception("broker %d: job 'controller' failed", self.broker_id)
+            await self.refresh_metadata()
+            if self._unfenced:
+                return
+            if time.monotonic() >= deadline:
+                log.warning("broker %d: still fenced, serving no partition yet", self.broker_id)
+                return
+            await asyncio.sleep(int(self.config("metadata.refresh.interval.ms")) / 1000)
+
+    def _unfenced_now(self) -> bool:
+        """Whether the store shows this incarnation cleared by the controller."""
+        own = self.snapshot.brokers.get(self.broker_id)
+        return own is not None and own.broker_epoch == self.broker_epoch and not own.fenced
 
     async def _drain_listener(self) -> None:
         await self.server.stop(int(self.config("shutdown.drain.timeout.ms")) / 1000)
@@ -297,20 +337,27 @@ class Broker:
         (the diff is against the last applied snapshot).
         """
         async with self._refresh_lock:
-            fresh = await asyncio.to_thread(self.store.snapshot, self.snapshot)
-            changed, removed = partition_changes(
-                self.snapshot.topics,
-                fresh.topics,
-                old_layers=self.config_layers(),
-                new_layers=fresh.config_layers(self.broker_id, self.static_configs),
-            )
-            self.snapshot = fresh
-            for topic, partition in removed:
-                await self.replica_manager.remove_partition(topic, partition, delete=True)
-            for state in changed:
-                await self.replica_manager.apply_partition_state(state)
+            self.snapshot = await asyncio.to_thread(self.store.snapshot, self.snapshot)
+            self._unfenced = self._unfenced or self._unfenced_now()
+            if self._unfenced:
+                await self._apply_partition_changes()
             await self._update_group_ownership()
             await self.mirrors.on_metadata_change()
+
+    async def _apply_partition_changes(self) -> None:
+        """Hand the replica manager what changed since the snapshot it last applied."""
+        fresh = self.snapshot
+        changed, removed = partition_changes(
+            self._applied.topics,
+            fresh.topics,
+            old_layers=self._applied.config_layers(self.broker_id, self.static_configs),
+            new_layers=fresh.config_layers(self.broker_id, self.static_configs),
+        )
+        self._applied = fresh
+        for topic, partition in removed:
+            await self.replica_manager.remove_partition(topic, partition, delete=True)
+        for state in changed:
+            await self.replica_manager.apply_partition_state(state)
 
     async def _update_group_ownership(self) -> None:
         """Groups follow the live broker set (``mirrorsim.broker.group.ownership``)."""
@@ -321,7 +368,13 @@ class Broker:
             await self.groups.update_ownership(ownership(self.broker_id, partition_count, live))
 
     async def _heartbeat(self) -> None:
-        await asyncio.to_thread(self.store.heartbeat, self.broker_id)
+        renewed = await asyncio.to_thread(self.store.heartbeat, self.broker_id, self.broker_epoch)
+        if not renewed:
+            log.warning(
+                "broker %d: broker epoch %d is no longer registered (a newer incarnation?)",
+                self.broker_id,
+                self.broker_epoch,
+            )
 
     def _periodic(
         self,

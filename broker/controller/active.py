@@ -21,12 +21,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from mirrorsim.broker.controller.alter_partition import ControllerFence, PartitionWriter
-from mirrorsim.broker.controller.election import ElectionType, elect_leader, plan_partition
+from mirrorsim.broker.controller.alter_partition import (
+    NO_BROKER_EPOCH,
+    BrokerSession,
+    ControllerFence,
+    PartitionWriter,
+    unfence,
+)
+from mirrorsim.broker.controller.election import (
+    ElectionType,
+    elect_leader,
+    may_unfence,
+    plan_partition,
+)
 from mirrorsim.broker.controller.lease import ControllerLease, LeaseState
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.broker.metadata.store import MetadataStore
@@ -52,6 +63,7 @@ class _RepairInputs:
     metadata_version: int
     live: frozenset[int]
     unclean_by_default: bool
+    fenced: frozenset[tuple[int, int]]
 
 
 class ClusterController:
@@ -74,6 +86,8 @@ class ClusterController:
         self.lease_state: LeaseState | None = None
         self._snapshot = ClusterSnapshot()
         self._settled: _RepairInputs | None = None
+        self.broker_epoch = NO_BROKER_EPOCH
+        """This broker's incarnation, once registered: named in its ISR writes."""
 
     @property
     def session_timeout_ms(self) -> int:
@@ -115,11 +129,17 @@ class ClusterController:
         self._snapshot = snapshot
         now = self._clock()
         live = self._live(snapshot, now)
+        fenced = frozenset(
+            (b.broker_id, b.broker_epoch)
+            for b in snapshot.live_brokers(now, self.session_timeout_ms)
+            if b.fenced
+        )
         inputs = _RepairInputs(
             state.controller_epoch,
             snapshot.version,
             frozenset(live),
             bool(self._config(UNCLEAN_CONFIG)),
+            fenced,
         )
         if inputs == self._settled:
             return
@@ -131,7 +151,7 @@ class ClusterController:
                 planned = plan_partition(current, live, unclean_allowed=unclean)
                 if planned != current:
                     writes.append((topic.name, current, planned))
-        self._settled = None if writes else inputs
+        self._settled = None if writes or fenced else inputs
         changed = False
         for topic_name, current, planned in writes:
             written = await asyncio.to_thread(
@@ -151,11 +171,42 @@ class ClusterController:
                     list(current.isr),
                     list(planned.isr),
                 )
+        if not writes:
+            changed = await self._unfence_settled(snapshot, live, fenced, fence) or changed
         if changed:
             await self._on_change()
 
+    async def _unfence_settled(
+        self,
+        snapshot: ClusterSnapshot,
+        live: set[int],
+        fenced: frozenset[tuple[int, int]],
+        fence: ControllerFence,
+    ) -> bool:
+        """Unfence every new incarnation whose old roles the store no longer shows (the
+        pass before moved them); True if any was unfenced."""
+        partitions = [p for topic in snapshot.topics.values() for p in topic.partitions]
+        unfenced = False
+        for broker_id, broker_epoch in sorted(fenced):
+            if not may_unfence(broker_id, partitions, live):
+                continue
+            if await asyncio.to_thread(unfence, self._store.engine, broker_id, broker_epoch, fence):
+                unfenced = True
+                log.info(
+                    "controller %d: broker %d (broker epoch %d) unfenced",
+                    self.broker_id,
+                    broker_id,
+                    broker_epoch,
+                )
+        return unfenced
+
     def _live(self, snapshot: ClusterSnapshot, now_ms: int) -> set[int]:
-        return {b.broker_id for b in snapshot.live_brokers(now_ms, self.session_timeout_ms)}
+        """Brokers that may lead and be in an ISR: heartbeating and not fenced."""
+        return {
+            b.broker_id
+            for b in snapshot.live_brokers(now_ms, self.session_timeout_ms)
+            if not b.fenced
+        }
 
     def _unclean_allowed(self, topic_configs: dict[str, str]) -> bool:
         override = topic_configs.get(UNCLEAN_CONFIG)
@@ -207,11 +258,17 @@ class ClusterController:
 
     # -- AlterPartition from this broker's leaders ------------------------------------
 
-    async def alter_isr(self, state: PartitionState, new_isr: tuple[int, ...]) -> None:
+    async def alter_isr(
+        self, state: PartitionState, new_isr: tuple[int, ...], member_epochs: Mapping[int, int]
+    ) -> None:
         """Write a leader's ISR change; a stale view is dropped (the refresh corrects it).
-        Only the broker rows are read: the live set is all the write is checked against."""
-        brokers = await asyncio.to_thread(self._store.brokers)
-        live = self._live(ClusterSnapshot(brokers={b.broker_id: b for b in brokers}), self._clock())
+        ``member_epochs``: the broker epoch each follower's fetches carried (KIP-903)."""
+        session = BrokerSession(
+            now_ms=self._clock(),
+            session_timeout_ms=self.session_timeout_ms,
+            leader_epoch=self.broker_epoch,
+            member_epochs=dict(member_epochs),
+        )
         try:
             await asyncio.to_thread(
                 self.writer.alter_isr,
@@ -221,7 +278,7 @@ class ClusterController:
                 leader_epoch=state.leader_epoch,
                 expected_isr=state.isr,
                 new_isr=new_isr,
-                live=live,
+                session=session,
             )
         except KafkaError as exc:
             log.info(

@@ -8,13 +8,18 @@ Kafka's rules:
 - preferred election: the first replica of the assignment, if it is live and in the ISR;
 - a broker that is no longer live leaves the ISR, except the last member: the ISR never
   becomes empty, so that replica can become leader again cleanly when it comes back;
-- every leader change (to ``NO_LEADER`` too) bumps the leader epoch.
+- every leader change (to ``NO_LEADER`` too) bumps the leader epoch;
+- a new broker incarnation (KIP-841, KIP-966) is fenced: it counts as not live, so it
+  leaves every ISR that has another live member and loses its leaderships, and it is
+  unfenced only once no partition names it leader and no ISR with another live member
+  holds it (``may_unfence``). Its log may have lost a tail its old incarnation had
+  acknowledged (a power cut); it rejoins ISRs as a follower that caught up.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -51,6 +56,20 @@ def plan_partition(
         if unclean is not None:
             return _with_leader(current, unclean, (unclean,))
     return _with_leader(current, NO_LEADER, isr)
+
+
+def may_unfence(
+    broker_id: int, partitions: Iterable[PartitionAssignment], live: Collection[int]
+) -> bool:
+    """Whether a fenced incarnation's old roles are gone: it leads nothing and is in no ISR
+    that has another live member (the last member of an ISR keeps its place, so that it
+    can lead again once unfenced, as after a clean shutdown)."""
+    for partition in partitions:
+        if partition.leader == broker_id:
+            return False
+        if broker_id in partition.isr and any(r != broker_id and r in live for r in partition.isr):
+            return False
+    return True
 
 
 def elect_leader(

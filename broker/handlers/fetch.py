@@ -6,6 +6,9 @@ the waiting. v13+ names topics by id; an id this broker does not know is answere
 UNKNOWN_TOPIC_ID for that partition. v19 adds the mirror leader epoch (KIP-1279): the
 latest epoch in a mirror partition's log, -1 for other partitions. A follower's
 ``MirrorLeaderEpoch`` is fenced like its CurrentLeaderEpoch (``Partition.read``).
+A follower whose v15+ ``ReplicaState`` names a broker epoch older than the one its broker
+registered since is an incarnation the controller fenced: every partition answers
+STALE_BROKER_EPOCH and its fetch counts for nothing.
 """
 
 from __future__ import annotations
@@ -60,9 +63,14 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     readable = {key: fetch for key, fetch in to_read.items() if key.topic}
     denied = await fetch_denials(ctx, list(readable), follower=params.is_from_follower)
     allowed = {key: fetch for key, fetch in readable.items() if key not in denied}
+    stale = _stale_incarnation(ctx, params)
     outcomes: dict[FetchKey, FetchOutcome] = {
         **denied,
-        **dict(await manager.fetch(params, allowed)),
+        **(
+            dict.fromkeys(allowed, stale)
+            if stale is not None
+            else dict(await manager.fetch(params, allowed))
+        ),
     }
     for key in to_read:
         if not key.topic:
@@ -81,13 +89,31 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     )
 
 
+def _stale_incarnation(ctx: RequestContext, params: FetchParams) -> KafkaError | None:
+    """STALE_BROKER_EPOCH for a follower older than its broker's registration; a newer one
+    is let through (this broker has not refreshed since it registered)."""
+    if not params.is_from_follower or params.replica_epoch < 0:
+        return None
+    registered = ctx.broker.snapshot.brokers.get(params.replica_id)
+    if registered is None or registered.broker_epoch <= params.replica_epoch:
+        return None
+    return KafkaError(
+        ErrorCode.STALE_BROKER_EPOCH,
+        f"Broker {params.replica_id} is at broker epoch {registered.broker_epoch}, "
+        f"not {params.replica_epoch}",
+    )
+
+
 def _params(body: Any, version: int) -> FetchParams:
+    replica_epoch = -1
     if version >= REPLICA_STATE_VERSION:
         replica_id = body.replica_state.replica_id
+        replica_epoch = body.replica_state.replica_epoch
     else:
         replica_id = body.replica_id
     return FetchParams(
         replica_id=int(replica_id),
+        replica_epoch=int(replica_epoch),
         max_wait_ms=int(body.max_wait.total_seconds() * 1000),
         min_bytes=int(body.min_bytes),
         max_bytes=int(body.max_bytes),

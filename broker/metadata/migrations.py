@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from sqlalchemy import Connection, select, text
+from sqlalchemy import Connection, inspect, select, text
 
 from mirrorsim.broker.metadata import change_counter, schema
 
@@ -54,6 +54,15 @@ def _add_metadata_version(conn: Connection) -> None:
     change_counter.create_row(conn)
 
 
+def _add_broker_epochs(conn: Connection) -> None:
+    schema.broker_epoch_counter.create(conn, checkfirst=True)
+    present = {column["name"] for column in inspect(conn).get_columns("brokers")}
+    if "broker_epoch" not in present:
+        conn.execute(text("ALTER TABLE brokers ADD COLUMN broker_epoch BIGINT NOT NULL DEFAULT 0"))
+    if "fenced" not in present:
+        conn.execute(text("ALTER TABLE brokers ADD COLUMN fenced BOOLEAN NOT NULL DEFAULT FALSE"))
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
@@ -61,6 +70,7 @@ MIGRATIONS: list[Migration] = [
     _add_mirror_source_clusters,
     _add_finalized_features,
     _add_metadata_version,
+    _add_broker_epochs,
 ]
 
 

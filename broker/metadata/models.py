@@ -14,6 +14,10 @@ class BrokerRegistration:
     rack: str | None
     registered_at: int
     heartbeat_at: int
+    broker_epoch: int = 0
+    """This incarnation's epoch (Kafka's broker epoch): new at every registration."""
+    fenced: bool = False
+    """Registered, but not yet cleared by the controller to lead or be in an ISR."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     ForeignKey,
     Integer,
@@ -15,6 +16,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
 )
 
 metadata = MetaData()
@@ -42,6 +44,12 @@ brokers = Table(
     Column("rack", String(255)),
     Column("registered_at", BigInteger, nullable=False),
     Column("heartbeat_at", BigInteger, nullable=False),
+    # the incarnation: a new value at every registration (from ``broker_epoch_counter``,
+    # so it never repeats, even after an unregistration deleted the row)
+    Column("broker_epoch", BigInteger, nullable=False, server_default="0"),
+    # a new incarnation may hold a cut log: no leader, no ISR member until the
+    # controller has moved its leaderships and unfenced it
+    Column("fenced", Boolean, nullable=False, server_default=false()),
 )
 
 topics = Table(
@@ -180,4 +188,11 @@ metadata_version = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("version", BigInteger, nullable=False),
+)
+
+broker_epoch_counter = Table(
+    "broker_epoch_counter",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("last_epoch", BigInteger, nullable=False),
 )

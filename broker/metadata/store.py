@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
     Connection,
     Engine,
     and_,
@@ -89,6 +90,21 @@ def create_store_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True)
 
 
+def _next_broker_epoch(conn: Connection) -> int:
+    counter = schema.broker_epoch_counter
+    last = conn.execute(select(counter.c.last_epoch).where(counter.c.id == 1)).scalar()
+    if last is None:
+        conn.execute(counter.insert().values(id=1, last_epoch=1))
+        return 1
+    conn.execute(update(counter).where(counter.c.id == 1).values(last_epoch=last + 1))
+    return int(last) + 1
+
+
+def _incarnation(broker_id: int, broker_epoch: int | None) -> ColumnElement[bool]:
+    row = schema.brokers.c.broker_id == broker_id
+    return row if broker_epoch is None else row & (schema.brokers.c.broker_epoch == broker_epoch)
+
+
 def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(v) for v in json.loads(text))
 
@@ -128,16 +144,27 @@ class MetadataStore:
             )
             return cluster_id
 
-    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> None:
+    def register_broker(self, broker_id: int, host: str, port: int, rack: str | None) -> int:
+        """Register a new incarnation of ``broker_id``, fenced; returns its broker epoch.
+
+        The epoch comes from one cluster-wide counter, so it grows with every registration
+        of any broker and is never reused (Kafka's broker epoch is the offset of the
+        registration record in the metadata log). The incarnation starts fenced: until the
+        controller has taken it out of the ISRs and moved its leaderships (its log may have
+        lost an unflushed tail), it must neither lead nor count as in sync.
+        """
         now = _now_ms()
-        values = {
-            "host": host,
-            "port": port,
-            "rack": rack,
-            "registered_at": now,
-            "heartbeat_at": now,
-        }
         with self._tx() as conn:
+            serialize_writers(conn)
+            values = {
+                "host": host,
+                "port": port,
+                "rack": rack,
+                "registered_at": now,
+                "heartbeat_at": now,
+                "broker_epoch": _next_broker_epoch(conn),
+                "fenced": True,
+            }
             updated = conn.execute(
                 update(schema.brokers)
                 .where(schema.brokers.c.broker_id == broker_id)
@@ -145,18 +172,24 @@ class MetadataStore:
             ).rowcount
             if not updated:
                 conn.execute(schema.brokers.insert().values(broker_id=broker_id, **values))
+            return int(values["broker_epoch"])
 
-    def heartbeat(self, broker_id: int) -> None:
+    def heartbeat(self, broker_id: int, broker_epoch: int | None = None) -> bool:
+        """Renew the session of ``broker_id`` (of that incarnation only, when given); False
+        when the row is gone or belongs to a newer incarnation."""
         with self._tx() as conn:
-            conn.execute(
-                update(schema.brokers)
-                .where(schema.brokers.c.broker_id == broker_id)
-                .values(heartbeat_at=_now_ms())
+            return bool(
+                conn.execute(
+                    update(schema.brokers)
+                    .where(_incarnation(broker_id, broker_epoch))
+                    .values(heartbeat_at=_now_ms())
+                ).rowcount
             )
 
-    def unregister_broker(self, broker_id: int) -> None:
+    def unregister_broker(self, broker_id: int, broker_epoch: int | None = None) -> None:
+        """Remove the registration (of that incarnation only, when given)."""
         with self._tx() as conn:
-            conn.execute(delete(schema.brokers).where(schema.brokers.c.broker_id == broker_id))
+            conn.execute(delete(schema.brokers).where(_incarnation(broker_id, broker_epoch)))
 
     def brokers(self) -> list[BrokerRegistration]:
         with self._tx() as conn:

@@ -146,9 +146,13 @@ class ReplicaFetcherManager:
         endpoint: Callable[[int], Endpoint | None],
         config: FetcherConfig,
         security: ClientConfig,
+        broker_epoch: Callable[[], int] = lambda: UNDEFINED_EPOCH,
     ) -> None:
-        """``security``: the inter-broker client settings (protocol, SASL, TLS)."""
+        """``security``: the inter-broker client settings (protocol, SASL, TLS);
+        ``broker_epoch``: this incarnation's, sent in every Fetch so that a leader can
+        refuse an incarnation the controller has fenced."""
         self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
         self._replicas = replica_manager
         self._endpoint = endpoint
         self.config = config
@@ -358,7 +362,10 @@ class ReplicaFetcher:
         replica_id = self.manager.broker_id
         return {
             "replica_id": replica_id,
-            "replica_state": {"replica_id": replica_id, "replica_epoch": -1},
+            "replica_state": {
+                "replica_id": replica_id,
+                "replica_epoch": self.manager.broker_epoch(),
+            },
             "max_wait": datetime.timedelta(milliseconds=config.wait_max_ms),
             "min_bytes": config.min_bytes,
             "max_bytes": config.response_max_bytes,

@@ -65,6 +65,8 @@ class FetchParams:
     """The request-level knobs of one Fetch."""
 
     replica_id: int = -1
+    replica_epoch: int = -1
+    """A follower's broker epoch (Fetch v15+ ``ReplicaState``), -1 when not sent."""
     max_wait_ms: int = 0
     min_bytes: int = 1
     max_bytes: int = 2**31 - 1
@@ -83,8 +85,9 @@ class OffsetAndTimestamp:
 
 
 FetchOutcome = PartitionRead | KafkaError
-AlterIsr = Callable[[PartitionState, tuple[int, ...]], Awaitable[None]]
-"""Writes a leader's ISR change through the metadata store (AlterPartition)."""
+AlterIsr = Callable[[PartitionState, tuple[int, ...], Mapping[int, int]], Awaitable[None]]
+"""Writes a leader's ISR change through the metadata store (AlterPartition), with the
+broker epoch each follower's fetches carried."""
 
 
 class ReplicaManager:
@@ -250,7 +253,7 @@ class ReplicaManager:
         """
         outcomes = self._read_all(params, partitions)
         if params.is_from_follower:
-            outcomes = self._record_follower_fetches(params.replica_id, partitions, outcomes)
+            outcomes = self._record_follower_fetches(params, partitions, outcomes)
         if params.max_wait_ms <= 0 or not partitions or _satisfied(outcomes, params.min_bytes):
             return outcomes
 
@@ -267,13 +270,14 @@ class ReplicaManager:
 
     def _record_follower_fetches(
         self,
-        replica_id: int,
+        params: FetchParams,
         partitions: Mapping[FetchKey, PartitionFetch],
         outcomes: dict[FetchKey, FetchOutcome],
     ) -> dict[FetchKey, FetchOutcome]:
         """Count a follower's fetch offset as its log end offset, as Kafka does, but only
         for reads that passed epoch fencing and found no divergence (a diverged log proves
         nothing). The answer carries the high watermark the fetch itself may have moved."""
+        replica_id = params.replica_id
         for key, fetch in partitions.items():
             outcome = outcomes.get(key)
             found = self._partitions.get((key.topic, key.partition))
@@ -285,7 +289,7 @@ class ReplicaManager:
                 or replica_id not in found.followers
             ):
                 continue
-            if found.record_follower_fetch(replica_id, fetch.fetch_offset):
+            if found.record_follower_fetch(replica_id, fetch.fetch_offset, params.replica_epoch):
                 self._purgatory.notify((key.topic, key.partition))
                 outcomes[key] = dataclasses.replace(
                     outcome,
@@ -307,8 +311,9 @@ class ReplicaManager:
         key = (partition.topic, partition.index)
         if new_isr is None or self._alter_isr is None or key in self._isr_changes:
             return
+        epochs = {r: p.broker_epoch for r, p in partition.followers.items() if r in new_isr}
         change = asyncio.get_running_loop().create_task(
-            self._alter_isr(partition.state, new_isr), name=f"alter ISR {key}"
+            self._alter_isr(partition.state, new_isr, epochs), name=f"alter ISR {key}"
         )
         self._isr_changes[key] = change
         change.add_done_callback(lambda _: self._isr_changes.pop(key, None))

@@ -60,6 +60,9 @@ class ReplicaProgress:
     last_fetch_ms: int = -1
     last_fetch_leader_log_end_offset: int = -1
     last_caught_up_ms: int = -1
+    broker_epoch: int = -1
+    """The follower incarnation's broker epoch its last fetch carried (-1: not sent); an
+    ISR expansion names it so the controller refuses a newer incarnation (KIP-903)."""
 
 
 @dataclass(slots=True)
@@ -251,7 +254,9 @@ class Partition:
         if target > self.log_start_offset:
             self.log.maybe_increment_log_start_offset(target)
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+    def record_follower_fetch(
+        self, replica_id: int, fetch_offset: int, broker_epoch: int = -1
+    ) -> bool:
         """A follower fetched from ``fetch_offset``: all before it is on its log."""
         progress = self.followers.get(replica_id)
         if progress is None:
@@ -265,6 +270,7 @@ class Partition:
         elif fetch_offset >= progress.last_fetch_leader_log_end_offset:
             progress.last_caught_up_ms = max(progress.last_caught_up_ms, progress.last_fetch_ms)
         progress.log_end_offset = fetch_offset
+        progress.broker_epoch = broker_epoch
         progress.last_fetch_ms = now
         progress.last_fetch_leader_log_end_offset = self.log_end_offset
         return self.maybe_increment_high_watermark()

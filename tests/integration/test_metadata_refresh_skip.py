@@ -59,6 +59,11 @@ async def test_a_broker_that_stops_heartbeating_is_fenced_and_its_partitions_mov
 ) -> None:
     first, _ = _by_id(await start_cluster(brokers=2, configs=FAST))
     await asyncio.to_thread(first.store.register_broker, SILENT_BROKER, "127.0.0.1", 1, None)
+    # a new incarnation starts fenced; the controller clears it (it holds no role yet)
+    await wait_for(
+        lambda: not next(b for b in first.store.brokers() if b.broker_id == SILENT_BROKER).fenced,
+        message="the silent broker unfenced",
+    )
     await first.refresh_metadata()
     assert SILENT_BROKER in {b.broker_id for b in first.live_brokers()}
     await first.controller.create_topic("fenced", assignments={0: (SILENT_BROKER, 1)}, configs={})

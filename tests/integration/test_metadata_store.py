@@ -20,7 +20,7 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
-from mirrorsim.broker.controller.alter_partition import PartitionWriter
+from mirrorsim.broker.controller.alter_partition import BrokerSession, PartitionWriter
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import (
     CLUSTER_DEFAULT,
@@ -266,7 +266,13 @@ CHANGES = {
         "orders", REPLICATED, PartitionAssignment(0, (1, 2), 2, 1, (2,))
     ),
     "isr change": lambda s: PartitionWriter(s.engine).alter_isr(
-        "orders", 0, leader=1, leader_epoch=0, expected_isr=(1, 2), new_isr=(1,), live=[1]
+        "orders",
+        0,
+        leader=1,
+        leader_epoch=0,
+        expected_isr=(1, 2),
+        new_isr=(1,),
+        session=BrokerSession(now_ms=0, session_timeout_ms=1),
     ),
 }
 
@@ -335,7 +341,7 @@ def test_an_unchanged_store_is_not_re_read_but_its_broker_rows_are(
 def test_a_store_from_before_the_change_counter_gets_one(url: str) -> None:
     engine = create_store_engine(url)
     with engine.begin() as conn:
-        migrate(conn, MIGRATIONS[:-1])
+        migrate(conn, MIGRATIONS[:5])  # the versions before the change counter
     engine.dispose()
     store = MetadataStore.open(url)
     try:

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorsim.broker.controller import NO_LEADER, ElectionType, elect_leader, plan_partition
+from mirrorsim.broker.controller.election import may_unfence
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -105,3 +106,25 @@ def test_unclean_election_needs_an_offline_leader_and_a_live_replica() -> None:
         elect_leader(offline, set(), ElectionType.UNCLEAN)
     assert raised.value.code == ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
     assert elect_leader(offline, {2}, ElectionType.UNCLEAN).isr == (2,)
+
+
+@given(partitions(), live_sets, st.booleans(), st.sampled_from(BROKERS))
+def test_one_pass_over_a_fenced_broker_lets_it_be_unfenced(
+    current: PartitionAssignment, live: set[int], unclean: bool, fenced: int
+) -> None:
+    """A fenced incarnation counts as not live; the pass that plans without it leaves it
+    leading nothing and in no ISR with another live member, the rule for unfencing it."""
+    others = live - {fenced}
+    planned = plan_partition(current, others, unclean_allowed=unclean)
+    assert may_unfence(fenced, [planned], others)
+    if fenced in current.isr and any(r in others for r in current.isr):
+        assert fenced not in planned.isr, "it rejoins only by catching up"
+        assert planned.leader != fenced
+
+
+def test_a_broker_still_leading_or_in_a_shared_isr_stays_fenced() -> None:
+    assert not may_unfence(1, [PartitionAssignment(0, (1, 2), 1, 3, (1,))], {2})
+    assert not may_unfence(1, [PartitionAssignment(0, (1, 2), 2, 3, (1, 2))], {2})
+    assert may_unfence(1, [PartitionAssignment(0, (1, 2), 2, 3, (2,))], {2})
+    # the last ISR member keeps its place and leads again once unfenced
+    assert may_unfence(1, [PartitionAssignment(0, (1, 2), NO_LEADER, 4, (1, 2))], set())
