@@ -332,7 +332,7 @@ def listener_jaas_config_name(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
 
 
-def _static_config_def(name: str) -> ConfigDef | None:
+def static_config_def(name: str) -> ConfigDef | None:
     """A broker config definition, including the listener-prefixed JAAS configs, which
     only a config file sets (they are never described nor altered)."""
     if _LISTENER_JAAS_CONFIG.fullmatch(name):
@@ -344,6 +344,7 @@ def _security_configs() -> list[ConfigDef]:
     """Listeners, SASL, TLS and authorizer settings (see docs/security.md); all static."""
     return [
         _broker("listeners", T.LIST, None, read_only=True),
+        _broker("advertised.listeners", T.LIST, None, read_only=True),
         _broker(
             "listener.security.protocol.map",
             T.LIST,
@@ -578,7 +579,7 @@ def normalize_static_configs(configs: Mapping[str, Any]) -> dict[str, str]:
     """Static broker configs from a config file, validated; raises ConfigError."""
     result = {name: stringify(value) for name, value in configs.items()}
     for name, value in result.items():
-        definition = _static_config_def(name)
+        definition = static_config_def(name)
         if definition is None:
             raise ConfigError(f"Unknown broker config name: {name}")
         definition.parse(value)

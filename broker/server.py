@@ -227,9 +227,8 @@ class Broker:
         )
         resources.push_async_callback(self.metrics.stop_endpoint)
         resources.push_async_callback(self._controlled_shutdown)
-        await asyncio.to_thread(
-            self.store.register_broker, self.broker_id, self.host, self.port, self.rack
-        )
+        host, port = self.server.registered_endpoint()
+        await asyncio.to_thread(self.store.register_broker, self.broker_id, host, port, self.rack)
         await asyncio.to_thread(
             register_listeners, self.store, self.broker_id, self.server.endpoints()
         )
