@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mirrorsim.broker.log.config import LogConfig
+
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 
@@ -332,7 +334,7 @@ def listener_jaas_config_name(listener: str, mechanism: str) -> str:
     return f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
 
 
-def _static_config_def(name: str) -> ConfigDef | None:
+def static_config_def(name: str) -> ConfigDef | None:
     """A broker config definition, including the listener-prefixed JAAS configs, which
     only a config file sets (they are never described nor altered)."""
     if _LISTENER_JAAS_CONFIG.fullmatch(name):
@@ -344,6 +346,7 @@ def _security_configs() -> list[ConfigDef]:
     """Listeners, SASL, TLS and authorizer settings (see docs/security.md); all static."""
     return [
         _broker("listeners", T.LIST, None, read_only=True),
+        _broker("advertised.listeners", T.LIST, None, read_only=True),
         _broker(
             "listener.security.protocol.map",
             T.LIST,
@@ -550,7 +553,39 @@ def validate_topic_configs(
             raise ConfigError(f"Unknown topic config name: {name}")
         if value is None:
             raise ConfigError(f"Null value not supported for topic configs: {name}")
-        topic_def.definition.parse(value)
+        check_topic_config_value(topic_def.definition, value)
+
+
+def check_topic_config_value(definition: ConfigDef, value: str) -> None:
+    """Raise ConfigError unless both the definition and the log accept ``value``, so no
+    value is stored that a partition then cannot run with."""
+    definition.parse(value)
+    try:
+        LogConfig.from_topic_config({definition.name: value})
+    except ValueError as exc:
+        raise ConfigError(
+            f"Invalid value {value} for configuration {definition.name}: {exc}"
+        ) from None
+
+
+def applicable_topic_configs(configs: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(the configs a partition can run with, name -> why for those it cannot).
+
+    Whatever the metadata store holds (a value written by an older version, or by hand),
+    a refresh applies the rest and reports these instead of failing as a whole.
+    """
+    applicable: dict[str, str] = {}
+    rejected: dict[str, str] = {}
+    for name, value in configs.items():
+        topic_def = TOPIC_CONFIGS.get(name)
+        try:
+            if topic_def is not None:
+                check_topic_config_value(topic_def.definition, value)
+        except ConfigError as exc:
+            rejected[name] = str(exc)
+        else:
+            applicable[name] = value
+    return applicable, rejected
 
 
 def validate_broker_configs(configs: Mapping[str, str | None]) -> None:
@@ -578,7 +613,7 @@ def normalize_static_configs(configs: Mapping[str, Any]) -> dict[str, str]:
     """Static broker configs from a config file, validated; raises ConfigError."""
     result = {name: stringify(value) for name, value in configs.items()}
     for name, value in result.items():
-        definition = _static_config_def(name)
+        definition = static_config_def(name)
         if definition is None:
             raise ConfigError(f"Unknown broker config name: {name}")
         definition.parse(value)

@@ -242,8 +242,9 @@ class Broker:
         )
         resources.push_async_callback(self.metrics.stop_endpoint)
         resources.push_async_callback(self._controlled_shutdown)
+        host, port = self.server.registered_endpoint()
         self.broker_epoch = await asyncio.to_thread(
-            self.store.register_broker, self.broker_id, self.host, self.port, self.rack
+            self.store.register_broker, self.broker_id, host, port, self.rack
         )
         self.cluster_controller.broker_epoch = self.broker_epoch
         log.info("broker %d registered at broker epoch %d", self.broker_id, self.broker_epoch)

@@ -92,13 +92,9 @@ class ProcessCluster:
     async def start(self) -> None:
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
         try:
-            await self._launch(BrokerProcess(1, self._port(1)))
-            await asyncio.gather(
-                *(
-                    self._launch(BrokerProcess(i, self._port(i)))
-                    for i in range(2, self.spec.brokers + 1)
-                )
-            )
+            first, *others = self.spec.broker_ids
+            await self._launch(BrokerProcess(first, self._port(first)))
+            await asyncio.gather(*(self._launch(BrokerProcess(i, self._port(i))) for i in others))
             await self._await_full_view()
         except BaseException:
             await self.stop()
@@ -172,7 +168,7 @@ class ProcessCluster:
     # -- internals --------------------------------------------------------------------
 
     async def _launch(self, broker: BrokerProcess) -> None:
-        configs = {k: stringify(v) for k, v in self.spec.configs.items()}
+        configs = {k: stringify(v) for k, v in self.spec.broker_configs(broker.broker_id).items()}
         command = [
             sys.executable,
             "-m",

@@ -13,9 +13,9 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mirrorsim.broker.properties_file import load_properties
 from mirrorsim.cli.errors import abort
 from mirrorsim.cli.output import describe_error
-from mirrorsim.cli.properties import load_properties
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.protocol.errors import KafkaError
 

@@ -12,6 +12,7 @@ from mirrorsim.broker.cluster import (
     DEFAULT_CLUSTERS_TOML,
     ClusterRunner,
     ClusterSpec,
+    cluster_spec_from_properties,
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
@@ -71,14 +72,26 @@ async def _main(specs: list[ClusterSpec], processes: bool) -> None:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Cluster config (TOML). Default: clusters primary (9092) and backup (9192).",
 )
+@click.option(
+    "--server-properties",
+    "properties_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A Kafka server.properties: one one-broker cluster named after the file "
+    "(repeatable; instead of --config).",
+)
 @click.option("--processes", is_flag=True, help="Run each broker as its own OS process.")
-def up(config_file: Path | None, processes: bool) -> None:
+def up(config_file: Path | None, properties_files: tuple[Path, ...], processes: bool) -> None:
     """Start the clusters of the config and run until interrupted."""
-    text = config_file.read_text() if config_file else DEFAULT_CLUSTERS_TOML
+    if config_file and properties_files:
+        abort("give either --config or --server-properties, not both")
     try:
-        specs = parse_cluster_specs(text)
+        specs = _specs(config_file, properties_files)
     except ConfigError as exc:
-        abort(f"{config_file or 'default config'}: {exc}")
+        abort(f"{config_file or ', '.join(map(str, properties_files)) or 'default config'}: {exc}")
+    for spec in specs:
+        for line in spec.report():
+            click.echo(f"warning: {line}", err=True)
     try:
         asyncio.run(_main(specs, processes))
     except (OSError, BrokerStartError) as exc:
@@ -86,3 +99,11 @@ def up(config_file: Path | None, processes: bool) -> None:
     except ConfigError as exc:
         abort(str(exc))
     click.echo("all clusters stopped")
+
+
+def _specs(config_file: Path | None, properties_files: tuple[Path, ...]) -> list[ClusterSpec]:
+    if properties_files:
+        return [cluster_spec_from_properties(path.stem, path) for path in properties_files]
+    if config_file:
+        return parse_cluster_specs(config_file.read_text(), base_dir=config_file.parent)
+    return parse_cluster_specs(DEFAULT_CLUSTERS_TOML)

@@ -28,7 +28,7 @@ from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
 from mirrorsim.protocol.registry import request_class, response_class
-from mirrorsim.protocol.schema_reader import tolerant_reader
+from mirrorsim.protocol.schema_reader import schema_reader, tolerant_reader
 
 API_VERSIONS_KEY = 18
 _SIZE = struct.Struct(">i")
@@ -83,7 +83,14 @@ def _response_header_class(api_key: int, flexible: bool) -> type:
 
 
 def decode_request(payload: bytes | memoryview) -> Request:
-    """Decode a request payload (the frame without its 4-byte size prefix)."""
+    """Decode a request payload (the frame without its 4-byte size prefix).
+
+    Bytes after the body are ignored, as Kafka's ``RequestContext.parseRequest`` ignores
+    them: librdkafka 2.16 sends MetadataRequest v12 with three extra bytes, and Kafka
+    answers it. kio's fast reader lets a null through where the schema forbids one (a
+    corrupted length then ends the body early), so a body followed by bytes is read again
+    with the strict schema reader, which refuses it as Kafka's parser does.
+    """
     key, version, correlation_id = peek_header(payload)
     cls = request_class(key, version)
     if cls is None:
@@ -94,15 +101,12 @@ def decode_request(payload: bytes | memoryview) -> Request:
     try:
         header, pos = tolerant_reader(header_cls)(payload, 0)
         body, size = tolerant_reader(cls)(payload, pos)
+        if pos + size != len(payload):
+            body, _ = schema_reader(cls)(payload, pos)
     except Exception as exc:  # the readers raise several exception types for malformed input
         raise FrameError(
             f"malformed {cls.__name__} v{version}: {exc}", correlation_id=correlation_id
         ) from exc
-    if pos + size != len(payload):
-        raise FrameError(
-            f"{len(payload) - pos - size} trailing bytes after {cls.__name__} v{version}",
-            correlation_id=correlation_id,
-        )
     return Request(RequestHeader(key, version, correlation_id, header.client_id), body)
 
 

@@ -12,7 +12,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 LONG_MAX = 9223372036854775807
-CLEANUP_POLICIES = ("delete", "compact", "compact,delete")
+CLEANUP_POLICIES = ("delete", "compact", "compact,delete", "")
+"""Kafka accepts an empty ``cleanup.policy`` (KIP-1161 gives it its meaning): neither
+retention deletes nor compaction cleans; only the log start offset moves the log's head."""
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 
 

@@ -7,14 +7,21 @@ differences to the replica manager. The diff is a pure function of two snapshots
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mirrorsim.broker.config import BrokerConfigLayers, topic_configs_with_broker_defaults
+from mirrorsim.broker.config import (
+    BrokerConfigLayers,
+    applicable_topic_configs,
+    topic_configs_with_broker_defaults,
+)
 from mirrorsim.broker.metadata.change_counter import UNREAD
 from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.models import BrokerRegistration, TopicRecord
 from mirrorsim.broker.replica.partition_state import PartitionState
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +54,16 @@ class ClusterSnapshot:
 
 
 def partition_states(
-    topic: TopicRecord, layers: BrokerConfigLayers | None = None
+    topic: TopicRecord, layers: BrokerConfigLayers | None = None, *, report: bool = False
 ) -> list[PartitionState]:
-    """The topic's partitions with the configs they run with (broker defaults applied)."""
-    configs = topic_configs_with_broker_defaults(topic.configs, layers or BrokerConfigLayers())
+    """The topic's partitions with the configs they run with (broker defaults applied).
+    A stored value no partition can run with is left out (its default applies) and, with
+    ``report``, logged: one bad value never stops a refresh."""
+    configs, rejected = applicable_topic_configs(
+        topic_configs_with_broker_defaults(topic.configs, layers or BrokerConfigLayers())
+    )
+    for name, problem in rejected.items() if report else ():
+        log.warning("topic %s: ignoring stored config %s: %s", topic.name, name, problem)
     return [
         PartitionState(
             topic=topic.name,
@@ -102,6 +115,8 @@ def partition_changes(
             else {}
         )
         changed.extend(
-            s for s in partition_states(after, new_layers) if previous.get(s.partition) != s
+            s
+            for s in partition_states(after, new_layers, report=True)
+            if previous.get(s.partition) != s
         )
     return changed, removed

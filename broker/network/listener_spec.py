@@ -82,6 +82,33 @@ def parse_listeners(
     return specs
 
 
+def parse_advertised_listeners(
+    advertised: list[str] | None, specs: list[ListenerSpec]
+) -> dict[str, tuple[str, int]]:
+    """``advertised.listeners``: listener name -> (host, port) told to clients, when it
+    differs from the bound address. Port 0 means the bound port; every name must be a
+    listener, as Kafka requires."""
+    names = {s.name for s in specs}
+    result: dict[str, tuple[str, int]] = {}
+    for entry in advertised or []:
+        name, sep, address = entry.partition("://")
+        host, colon, port = address.rpartition(":")
+        if not sep or not colon or not port.isdigit():
+            raise ListenerConfigError(
+                f"Invalid advertised listener {entry!r}: expected NAME://host:port"
+            )
+        name = name.upper()
+        if name not in names:
+            raise ListenerConfigError(
+                f"advertised.listeners listener names must be equal to or a subset of the "
+                f"ones defined in listeners: {name} is not one of {sorted(names)}"
+            )
+        if host in ("", "0.0.0.0"):
+            raise ListenerConfigError(f"advertised.listeners cannot use the address {host!r}")
+        result[name] = (host, int(port))
+    return result
+
+
 def inter_broker_listener(
     specs: list[ListenerSpec], listener_name: str | None, security_protocol: str | None
 ) -> ListenerSpec:

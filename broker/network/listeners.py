@@ -5,7 +5,8 @@ Without ``listeners`` the broker has exactly one PLAINTEXT listener on the host 
 it was constructed with, so nothing changes for a broker that does not ask for security.
 The inter-broker listener (``inter.broker.listener.name``, default the first one) is the
 endpoint registered in the metadata store: the one other brokers and internal clients
-dial. Every listener's endpoint is advertised to clients connected on that listener.
+dial. Every listener's endpoint (its ``advertised.listeners`` entry, if any) is advertised to
+clients connected on that listener.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mirrorsim.broker.network.listener_spec import (
     ListenerConfigError,
     ListenerSpec,
     inter_broker_listener,
+    parse_advertised_listeners,
     parse_listeners,
     parse_protocol_map,
 )
@@ -54,9 +56,15 @@ def server_ssl_context(config: Callable[[str], Any]) -> ssl.SSLContext:
 class Listeners:
     """Every listener's server behind the single-server interface the broker uses."""
 
-    def __init__(self, servers: list[KafkaServer], inter_broker: str) -> None:
+    def __init__(
+        self,
+        servers: list[KafkaServer],
+        inter_broker: str,
+        advertised: dict[str, tuple[str, int]] | None = None,
+    ) -> None:
         self._servers = servers
         self._inter_broker = next(s for s in servers if s.listener.name == inter_broker)
+        self._advertised = advertised or {}
 
     @classmethod
     def from_config(
@@ -88,7 +96,9 @@ class Listeners:
             )
             for spec in specs
         ]
-        return cls(servers, inter_broker)
+        return cls(
+            servers, inter_broker, parse_advertised_listeners(config("advertised.listeners"), specs)
+        )
 
     @property
     def host(self) -> str:
@@ -108,8 +118,17 @@ class Listeners:
         return sum(s.connection_count for s in self._servers)
 
     def endpoints(self) -> dict[str, tuple[str, int]]:
-        """Listener name -> bound (host, port)."""
-        return {s.listener.name: (s.host, s.port) for s in self._servers}
+        """Listener name -> the (host, port) clients are told: ``advertised.listeners``
+        where it names the listener (port 0 there: the bound port), else the bound one."""
+        return {s.listener.name: self._advertised_endpoint(s) for s in self._servers}
+
+    def registered_endpoint(self) -> tuple[str, int]:
+        """The inter-broker listener's advertised endpoint: the broker's registration."""
+        return self._advertised_endpoint(self._inter_broker)
+
+    def _advertised_endpoint(self, server: KafkaServer) -> tuple[str, int]:
+        host, port = self._advertised.get(server.listener.name, (server.host, 0))
+        return host, port or server.port
 
     async def start(self) -> None:
         started: list[KafkaServer] = []

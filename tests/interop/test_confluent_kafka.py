@@ -269,3 +269,61 @@ async def test_read_committed_drops_a_transaction_aborted_across_segment_rolls(
         assert await asyncio.to_thread(_read_committed, cluster.bootstrap, topic, end) == committed
     finally:
         await asyncio.to_thread(producer.close)
+
+
+def _list_topic_names(bootstrap: str) -> set[str]:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return set(admin.list_topics(timeout=TIMEOUT_S).topics)
+
+
+def _consume_by_pattern(
+    bootstrap: str, pattern: str, group: str, limit: int
+) -> tuple[list[str], set[str]]:
+    """Topics of the first ``limit`` records a regex subscription receives, and the topics
+    of the partitions assigned to it."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 500,
+        }
+    )
+    consumer.subscribe([pattern])
+    received: list[str] = []
+    try:
+        while len(received) < limit:
+            messages = consumer.consume(limit - len(received), timeout=TIMEOUT_S)
+            assert messages, "no records within the receive timeout"
+            for m in messages:
+                if m.error() is not None:
+                    raise KafkaException(m.error())
+                received.append(m.topic())
+        assigned = {tp.topic for tp in consumer.assignment()}
+    finally:
+        consumer.close()
+    return received, assigned
+
+
+async def test_list_topics_answers_metadata_with_trailing_bytes(cluster: Any) -> None:
+    """librdkafka 2.16 sends MetadataRequest v12 with three bytes after the body; Kafka
+    ignores them and so must the broker, or ``list_topics()`` fails with _TRANSPORT."""
+    names = ["ck-list-a", "ck-list-b"]
+    for name in names:
+        await asyncio.to_thread(_create_topic, cluster.bootstrap, name)
+    listed = await asyncio.to_thread(_list_topic_names, cluster.bootstrap)
+    assert set(names) <= listed
+
+
+async def test_regex_subscription_consumes_matching_topics(cluster: Any) -> None:
+    """``^ck.*`` matches the two ck topics and not the other one."""
+    topics = {"ck-regex-a": 3, "ck-regex-b": 2, "other-regex": 4}
+    for topic, count in topics.items():
+        await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+        config = {"bootstrap.servers": cluster.bootstrap, "acks": "all"}
+        await asyncio.to_thread(_produce, config, topic, count)
+    received, assigned = await asyncio.to_thread(
+        _consume_by_pattern, cluster.bootstrap, "^ck.*", "regex-group", 5
+    )
+    assert sorted(received) == ["ck-regex-a"] * 3 + ["ck-regex-b"] * 2
+    assert assigned == {"ck-regex-a", "ck-regex-b"}

@@ -8,12 +8,12 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from mirrorsim.broker.properties_file import parse_properties
 from mirrorsim.cli.cmd_acls import parse_operation
 from mirrorsim.cli.cmd_configs import parse_add_config
 from mirrorsim.cli.kafka_mirrors import main
 from mirrorsim.cli.mirror_actions import TopicPattern
 from mirrorsim.cli.output import kafka_list, table
-from mirrorsim.cli.properties import parse_properties
 from mirrorsim.client.admin_types import AclOperation
 
 BOOTSTRAP = ["--bootstrap-server", "127.0.0.1:1"]

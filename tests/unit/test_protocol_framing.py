@@ -10,6 +10,9 @@ from kio.schema.api_versions.v3.response import ApiVersionsResponse
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.metadata.v4.request import MetadataRequest as MetadataRequestV4
 from kio.schema.metadata.v12.request import MetadataRequest as MetadataRequestV12
+from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+from kio.schema.types import TopicName
+from kio.static.primitive import i16, i32
 
 from mirrorsim.protocol.framing import (
     FrameAssembler,
@@ -132,15 +135,32 @@ def test_flexible_response_header_is_v1() -> None:
     assert decode_response(payload, api_key=104, api_version=0) == (3, body)
 
 
-def test_trailing_bytes_after_request_are_an_error() -> None:
-    payload = _payload(
-        encode_request(
-            DeleteMirrorRequest(mirror_name="m"), api_version=0, correlation_id=4, client_id="c"
-        )
+def test_trailing_bytes_after_request_are_ignored_as_kafka_does() -> None:
+    """Kafka's RequestContext parses the body and ignores what follows; librdkafka 2.16
+    relies on it (MetadataRequest v12 with three extra bytes)."""
+    request = DeleteMirrorRequest(mirror_name="m")
+    payload = _payload(encode_request(request, api_version=0, correlation_id=4, client_id="c"))
+    decoded = decode_request(payload + b"\x00\x01\x02")
+    assert decoded.body == request
+    assert decoded.header.correlation_id == 4
+
+
+def test_null_in_a_non_nullable_array_is_an_error_even_with_bytes_after_it() -> None:
+    """A flipped bit can turn an array length into null and end the body early; the bytes
+    left over must not make such a body acceptable (kio's fast reader lets the null by)."""
+    partition = PartitionProduceData(index=i32(0), records=None)
+    request = ProduceRequest(
+        acks=i16(-1),
+        timeout=datetime.timedelta(seconds=1),
+        topic_data=(TopicProduceData(name=TopicName("t"), partition_data=(partition,)),),
     )
-    with pytest.raises(FrameError) as caught:
-        decode_request(payload + b"\x00")
-    assert caught.value.correlation_id == 4
+    payload = bytearray(
+        _payload(encode_request(request, api_version=9, correlation_id=5, client_id="c"))
+    )
+    payload[payload.index(b"\x02t") + 2] = 0  # compact array length 0 means null
+    with pytest.raises(FrameError, match="non-nullable") as caught:
+        decode_request(bytes(payload))
+    assert caught.value.correlation_id == 5
 
 
 def test_trailing_bytes_after_response_are_an_error() -> None:
