@@ -15,6 +15,7 @@ from mirrorsim.broker.cluster import (
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.metadata.store import MetadataStoreUnavailable
 from mirrorsim.broker.supervisor import BrokerStartError, ProcessCluster
 from mirrorsim.cli.errors import abort
 
@@ -83,6 +84,6 @@ def up(config_file: Path | None, processes: bool) -> None:
         asyncio.run(_main(specs, processes))
     except (OSError, BrokerStartError) as exc:
         abort(f"cannot start: {exc}")
-    except ConfigError as exc:
+    except (ConfigError, MetadataStoreUnavailable) as exc:
         abort(str(exc))
     click.echo("all clusters stopped")
