@@ -16,6 +16,7 @@ from mirrorsim.broker.cluster import (
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.metadata.store import MetadataStoreUnavailable
 from mirrorsim.broker.supervisor import BrokerStartError, ProcessCluster
 from mirrorsim.cli.errors import abort
 
@@ -96,7 +97,7 @@ def up(config_file: Path | None, properties_files: tuple[Path, ...], processes: 
         asyncio.run(_main(specs, processes))
     except (OSError, BrokerStartError) as exc:
         abort(f"cannot start: {exc}")
-    except ConfigError as exc:
+    except (ConfigError, MetadataStoreUnavailable) as exc:
         abort(str(exc))
     click.echo("all clusters stopped")
 

@@ -3,7 +3,7 @@
 # Extra arguments go to pytest (e.g. `bash scripts/test.sh -m slow`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh "dev,spark"
+bash scripts/setup.sh dev
 bash scripts/system-deps.sh
 .venv/bin/ruff check .
 .venv/bin/ruff format --check . >/dev/null

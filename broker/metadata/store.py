@@ -31,6 +31,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError
 
 from mirrorsim.broker.auth.acl import (
     AclBinding,
@@ -58,6 +59,14 @@ from mirrorsim.broker.metadata.view import ClusterSnapshot
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CLUSTER_DEFAULT = ""
 """The ``broker`` key of cluster-wide dynamic broker configs (Kafka's default entity)."""
+
+
+DRIVER_INSTALL_HINTS = {"psycopg": "pip install 'mirrorsim[postgres]'"}
+"""Database drivers that are optional extras, and the command that installs each."""
+
+
+class MetadataStoreUnavailable(Exception):
+    """The metadata database cannot be opened: no driver for its URL, or it is unreachable."""
 
 
 def _now_ms() -> int:
@@ -115,10 +124,23 @@ class MetadataStore:
 
     @classmethod
     def open(cls, url: str) -> MetadataStore:
-        """Connect and bring the schema up to date."""
-        store = cls(create_store_engine(url))
-        with store._tx() as conn:
-            migrate(conn)
+        """Connect and bring the schema up to date.
+
+        A missing driver or an unreachable database raises ``MetadataStoreUnavailable``
+        with one line naming the URL (password hidden), so callers can report it as is.
+        """
+        shown = make_url(url).render_as_string(hide_password=True)
+        try:
+            store = cls(create_store_engine(url))
+            with store._tx() as conn:
+                migrate(conn)
+        except ModuleNotFoundError as exc:
+            hint = DRIVER_INSTALL_HINTS.get(exc.name or "", f"pip install {exc.name}")
+            message = f"metadata store {shown} needs the {exc.name} driver: {hint}"
+            raise MetadataStoreUnavailable(message) from exc
+        except DBAPIError as exc:
+            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+            raise MetadataStoreUnavailable(f"metadata store {shown}: {reason}") from exc
         return store
 
     def close(self) -> None:
