@@ -9,6 +9,7 @@ import click
 # command name -> "module:attribute"; modules are imported only when the command runs.
 COMMANDS: dict[str, str] = {
     "acls": "mirrorsim.cli.cmd_acls:acls",
+    "chaos": "mirrorsim.cli.cmd_chaos:chaos",
     "compare": "mirrorsim.cli.cmd_compare:compare",
     "configs": "mirrorsim.cli.cmd_configs:configs",
     "demo": "mirrorsim.cli.cmd_demo:demo",

@@ -3,7 +3,9 @@
 In process there is no SIGKILL: a killed broker stops without a controlled shutdown, so
 its leaderships are not handed over first and the controller re-elects only once it sees
 the broker gone. Its log stays on disk as written, and a restart opens the same data
-directory (recovery runs as after a crash). Restarted brokers bind new free ports.
+directory (recovery runs as after a crash). A restarted broker binds the port it had,
+so mirrors that name it in ``bootstrap.servers`` reach it again, as they would a host
+that comes back.
 
 With ``mode: processes`` each broker is a ``mirrorsim.broker.process`` (see
 ``ProcessCluster``): a kill is a real SIGKILL, so nothing of the broker runs after it,
@@ -128,6 +130,7 @@ class InProcessCluster(DrillCluster):
     def __init__(self, definition: ClusterDef, data_dir: Path) -> None:
         super().__init__(definition, data_dir)
         self.runner = ClusterRunner(self.spec)
+        self._ports: dict[int, int] = {}
 
     @property
     def running(self) -> bool:
@@ -152,6 +155,7 @@ class InProcessCluster(DrillCluster):
 
     async def start(self) -> None:
         await self.runner.start()
+        self._ports.update({b.broker_id: b.port for b in self.runner.brokers})
 
     async def stop(self) -> None:
         await self.runner.stop()
@@ -175,12 +179,13 @@ class InProcessCluster(DrillCluster):
         broker = Broker(
             broker_id=broker_id,
             host=self.spec.host,
-            port=0,
+            port=self._ports.get(broker_id, 0),
             data_dir=self.broker_data_dir(broker_id),
             metadata_url=self.spec.effective_metadata_url,
             configs=self.spec.configs,
         )
         await broker.start()
+        self._ports[broker_id] = broker.port
         self.runner.brokers.append(broker)
         self.runner.brokers.sort(key=lambda b: b.broker_id)
 

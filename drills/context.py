@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from mirrorsim.drills.clusters import DrillCluster
 
 if TYPE_CHECKING:
+    from mirrorsim.drills.chaos.journal import ChaosJournal
     from mirrorsim.drills.sampler import TimelineSampler
     from mirrorsim.drills.steps.mirror import AppendedBytes
     from mirrorsim.drills.workloads import ConsumerWorkload, ProducerWorkload
@@ -65,6 +66,7 @@ class DrillContext:
     txn_producers: dict[str, Any] = field(default_factory=dict)
     txn_pending: dict[str, list[Ack]] = field(default_factory=dict)
     sampler: TimelineSampler | None = None
+    chaos: ChaosJournal | None = None
     on_event: Callable[[Event], None] = lambda event: None
     started: float = field(default_factory=time.monotonic)
 

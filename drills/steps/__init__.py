@@ -11,6 +11,8 @@ import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mirrorsim.drills.chaos import invariants as chaos_invariants
+from mirrorsim.drills.chaos import steps as chaos_steps
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.scenario import ScenarioError, Step
 from mirrorsim.drills.steps import checks, clusters, consume, mirror, produce, topics
@@ -25,6 +27,8 @@ STEPS: dict[str, StepFunction] = {
     **consume.STEPS,
     **mirror.STEPS,
     **checks.STEPS,
+    **chaos_steps.STEPS,
+    **chaos_invariants.STEPS,
 }
 
 

@@ -1,0 +1,211 @@
+"""Run schedules one after another on the same two clusters, check each, shrink the
+violating ones.
+
+Starting two clusters costs more than a schedule, so they start once: each schedule
+works on its own topic and mirror (its tag in the names), and afterwards its mirrors,
+topics and ACLs are removed and every broker is running again. A schedule whose step
+raises something the product should never raise is reported as an error, not as a
+violation of an invariant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mirrorsim.client.admin_types import AclBindingFilter, ResourceType
+from mirrorsim.drills.chaos.journal import Divergence, Violation
+from mirrorsim.drills.chaos.schedule import CLUSTERS, FAULTS, Schedule
+from mirrorsim.drills.chaos.shrink import ddmin
+from mirrorsim.drills.chaos.steps import REFUSALS, _admin
+from mirrorsim.drills.clusters import DrillCluster
+from mirrorsim.drills.context import DrillContext
+from mirrorsim.drills.scenario import ClusterDef, Step
+from mirrorsim.drills.steps import run_step
+
+CLUSTER_CONFIGS: dict[str, object] = {
+    "mirror.fetch.max.wait.ms": 50,
+    "mirror.metadata.refresh.interval.ms": 200,
+    "metadata.refresh.interval.ms": 100,
+    "mirror.topic.replication.factor": 1,
+    "broker.heartbeat.interval.ms": 100,
+    "broker.session.timeout.ms": 1500,
+    "group.initial.rebalance.delay.ms": 0,
+}
+
+
+@dataclass
+class ScheduleOutcome:
+    schedule: Schedule
+    violations: list[Violation]
+    divergence: list[Divergence]
+    faults: int
+    refused: int
+    seconds: float
+    error: str | None = None
+
+    @property
+    def invariants(self) -> list[str]:
+        return sorted({v.invariant for v in self.violations})
+
+
+@dataclass
+class Finding:
+    """A violating schedule and, when shrunk, its minimal form."""
+
+    outcome: ScheduleOutcome
+    shrunk: Schedule | None = None
+    shrink_runs: int = 0
+
+
+@dataclass
+class Exploration:
+    seed: int
+    outcomes: list[ScheduleOutcome] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def steps(self) -> int:
+        return sum(len(o.schedule.steps) for o in self.outcomes)
+
+    @property
+    def faults(self) -> int:
+        return sum(o.faults for o in self.outcomes)
+
+    @property
+    def violations(self) -> int:
+        return sum(1 for o in self.outcomes if o.violations)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for o in self.outcomes if o.error)
+
+    @property
+    def explore_seconds(self) -> float:
+        """Time spent running the schedules (shrinking excluded)."""
+        return sum(o.seconds for o in self.outcomes)
+
+    @property
+    def per_minute(self) -> float:
+        seconds = self.explore_seconds
+        return 60.0 * len(self.outcomes) / seconds if seconds else 0.0
+
+
+class Explorer:
+    """Two clusters, ``a`` and ``b``, kept across schedules."""
+
+    def __init__(self, *, processes: bool = False, brokers: int = 1) -> None:
+        self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
+        mode = "processes" if processes else "in-process"
+        self.clusters = {
+            name: DrillCluster.create(
+                ClusterDef(name, brokers, dict(CLUSTER_CONFIGS), mode), self.root
+            )
+            for name in CLUSTERS
+        }
+        self.runs = 0
+
+    async def __aenter__(self) -> Explorer:
+        for cluster in self.clusters.values():
+            await cluster.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        for cluster in self.clusters.values():
+            with contextlib.suppress(Exception):
+                await cluster.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    async def run(self, schedule: Schedule) -> ScheduleOutcome:
+        """Run ``schedule`` and its check, then clean up after it."""
+        self.runs += 1
+        ctx = DrillContext(work_dir=self.root, clusters=self.clusters)
+        started = time.monotonic()
+        error = None
+        try:
+            for step in (*schedule.steps, Step("chaos_check", {})):
+                await run_step(ctx, step)
+        except Exception as exc:
+            error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
+        finally:
+            await self._clean(schedule)
+        entry = ctx.chaos
+        faults = sum(1 for s in schedule.steps if s.kind in FAULTS)
+        return ScheduleOutcome(
+            schedule,
+            list(entry.violations) if entry else [],
+            list(entry.divergence) if entry else [],
+            faults,
+            entry.refused if entry else 0,
+            time.monotonic() - started,
+            error,
+        )
+
+    async def _clean(self, schedule: Schedule) -> None:
+        for cluster in self.clusters.values():
+            with contextlib.suppress(Exception):
+                await cluster.restart()
+        for cluster in self.clusters.values():
+            with contextlib.suppress(*REFUSALS):
+                async with _admin(cluster) as admin:
+                    with contextlib.suppress(*REFUSALS):
+                        await admin.remove_topics_from_mirror(schedule.mirror, [schedule.topic])
+                    with contextlib.suppress(*REFUSALS):
+                        await admin.delete_mirror(schedule.mirror)
+                    with contextlib.suppress(*REFUSALS):
+                        await admin.delete_acls(
+                            [AclBindingFilter(ResourceType.TOPIC, schedule.topic)]
+                        )
+                    with contextlib.suppress(*REFUSALS):
+                        await admin.delete_topics([schedule.topic])
+
+    async def shrink(self, outcome: ScheduleOutcome, budget: int = 40) -> Finding:
+        """The shortest schedule ddmin finds that still violates the first invariant
+        ``outcome`` violated; every candidate runs on fresh names."""
+        target = outcome.invariants[0]
+        original = outcome.schedule
+        setup, rest = original.steps[0], list(original.steps[1:])
+        runs = 0
+
+        async def fails(candidate: list[Step]) -> bool:
+            nonlocal runs
+            runs += 1
+            trial = original.with_steps((setup, *candidate)).renamed(f"{original.tag}-s{self.runs}")
+            result = await self.run(trial)
+            return target in result.invariants
+
+        smallest = await ddmin(rest, fails, budget)
+        return Finding(outcome, original.with_steps((setup, *smallest)), runs)
+
+
+async def explore(
+    explorer: Explorer,
+    schedules: list[Schedule],
+    *,
+    shrink: bool = True,
+    on_done: Callable[[ScheduleOutcome], None] = lambda outcome: None,
+) -> Exploration:
+    """Run every schedule; shrink the first violation of each invariant."""
+    result = Exploration(seed=schedules[0].seed if schedules else 0)
+    started = time.monotonic()
+    chased: set[str] = set()
+    for schedule in schedules:
+        outcome = await explorer.run(schedule)
+        result.outcomes.append(outcome)
+        on_done(outcome)
+        if not outcome.violations:
+            continue
+        if shrink and outcome.invariants[0] not in chased:
+            chased.add(outcome.invariants[0])
+            result.findings.append(await explorer.shrink(outcome))
+        else:
+            result.findings.append(Finding(outcome))
+    result.seconds = time.monotonic() - started
+    return result

@@ -1,0 +1,320 @@
+"""The invariants a schedule is checked against once it has run, and the ``chaos_check``
+step that checks them (the last step of every schedule and of every replay).
+
+Before checking, every cluster is brought back and every mirror the schedule started
+must settle within the stated bound; a mirror that still mirrors must catch up. Then:
+
+- acked-not-lost: every acknowledged record is in the log it was acknowledged by, at its
+  offset, unless a mirror started copying into that topic afterwards (a re-add or a
+  failback is documented to truncate to the source): those are expected divergence.
+- writable-only-when-stopped: besides the state seen right after each acknowledgement
+  (checked as the write happens), every write acknowledged after a remove lies past that
+  remove's MIRROR_PID_RESET batch and carries its leader epoch or a later one.
+- destination-equals-source: a mirror still MIRRORING holds its source's batches byte for
+  byte; a STOPPED one holds them up to its stop offset.
+- leader-epochs-monotonic: batch leader epochs never go back along a log.
+- acls-survive / configs-survive: what was granted on the writable side is still there
+  after several sync cycles, unless a mirror took the topic over again.
+- read-committed-no-aborted: a read_committed consumer sees no aborted record.
+- operations-settle: checked by the steps that wait and here after the restore.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+
+from mirrorsim.client.admin_types import AclBindingFilter, ConfigResource, ConfigResourceType
+from mirrorsim.client.admin_types import ResourceType as AclResourceType
+from mirrorsim.drills.chaos.journal import (
+    ABORTED,
+    ACLS,
+    CONFIGS,
+    CONVERGED,
+    EPOCHS,
+    LOST,
+    SETTLES,
+    WRITABLE,
+    ChaosJournal,
+    Divergence,
+    Grant,
+    MirrorStart,
+)
+from mirrorsim.drills.chaos.observe import LogRecords, mirror_state, read_log
+from mirrorsim.drills.chaos.steps import REFUSALS, SETTLE_S, _admin, journal
+from mirrorsim.drills.clusters import DrillCluster
+from mirrorsim.drills.context import DrillContext
+from mirrorsim.drills.polling import DrillTimeout, wait_until
+from mirrorsim.drills.steps.checks import read_all
+
+SETTLED = {"MIRRORING", "PAUSED", "STOPPED", "FAILED", None}
+SYNC_WINDOW_S = 1.5
+"""How long granted ACLs and configs must survive: several sync cycles at the explorer's
+``mirror.metadata.refresh.interval.ms``."""
+
+
+async def chaos_check(ctx: DrillContext) -> None:
+    """Restore every cluster, let the mirrors settle, check every invariant; results
+    ``chaos_violations`` (invariant names), ``chaos_details``, ``chaos_divergence``."""
+    entry = journal(ctx)
+    for cluster in ctx.clusters.values():
+        await cluster.restart()
+    logs: dict[tuple[str, str], LogRecords] = {}
+    await _settle(ctx, entry)
+    await _check_grants(ctx, entry)
+    for cluster, topic in sorted(_touched(entry)):
+        with contextlib.suppress(*REFUSALS, KeyError):
+            logs[(cluster, topic)] = await read_log(ctx.cluster(cluster), topic)
+    _check_acks(entry, logs)
+    _check_fences(entry, logs)
+    _check_epochs(entry, logs)
+    await _check_convergence(ctx, entry, logs)
+    await _check_aborted(ctx, entry)
+    names = sorted({v.invariant for v in entry.violations})
+    ctx.record("chaos_violations", names)
+    ctx.record("chaos_details", [f"{v.invariant}: {v.detail}" for v in entry.violations])
+    ctx.record(
+        "chaos_divergence",
+        [f"{d.cluster}/{d.topic}-{d.partition}@{d.offset} x{d.count}" for d in entry.divergence],
+    )
+    ctx.mark("chaos check", ", ".join(names) or "all invariants hold")
+
+
+def _touched(entry: ChaosJournal) -> set[tuple[str, str]]:
+    pairs = {(a.cluster, a.topic) for a in entry.acks}
+    pairs |= {(s.cluster, s.topic) for s in entry.starts}
+    pairs |= {(s.source, s.topic) for s in entry.starts}
+    return pairs
+
+
+def _latest_starts(entry: ChaosJournal) -> list[MirrorStart]:
+    latest: dict[tuple[str, str], MirrorStart] = {}
+    for start in entry.starts:
+        latest[(start.cluster, start.topic)] = start
+    return list(latest.values())
+
+
+async def _settle(ctx: DrillContext, entry: ChaosJournal) -> None:
+    for start in _latest_starts(entry):
+        cluster = ctx.cluster(start.cluster)
+
+        async def settled(cluster: DrillCluster = cluster, topic: str = start.topic) -> bool:
+            return await mirror_state(cluster, topic) in SETTLED
+
+        try:
+            await wait_until(settled, SETTLE_S, f"{start.topic} settled on {start.cluster}")
+        except DrillTimeout:
+            state = None
+            with contextlib.suppress(*REFUSALS):
+                state = await mirror_state(cluster, start.topic)
+            entry.violate(SETTLES, f"{start.topic} on {start.cluster} still {state} at the end")
+
+
+def _check_acks(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
+    for ack in entry.acks:
+        log = logs.get((ack.cluster, ack.topic))
+        if log is None:
+            entry.violate(LOST, f"{ack.cluster}/{ack.topic} could not be read")
+            continue
+        missing = [
+            ack.offset + i
+            for i, value in enumerate(ack.values)
+            if log.values.get(ack.offset + i) != value
+        ]
+        if not missing:
+            continue
+        if entry.started_after(ack.cluster, ack.topic, ack.step):
+            entry.divergence.append(
+                Divergence(ack.cluster, ack.topic, ack.partition, missing[0], len(missing))
+            )
+        else:
+            entry.violate(
+                LOST,
+                f"{ack.cluster}/{ack.topic}: {len(missing)} record(s) acknowledged at "
+                f"{missing[0]} (step {ack.step}) are gone (log end {log.log_end})",
+            )
+
+
+def _check_fences(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
+    """Writes acknowledged after a remove (until the topic is added again) lie past its
+    MIRROR_PID_RESET and carry its epoch or a later one."""
+    for removal in entry.removes:
+        if removal.pid_reset_offset is None:
+            continue
+        readded = [
+            s.step
+            for s in entry.starts
+            if s.cluster == removal.cluster and s.topic == removal.topic and s.step > removal.step
+        ]
+        until = min(readded, default=entry.step + 1)
+        log = logs.get((removal.cluster, removal.topic))
+        for ack in entry.acks:
+            if (ack.cluster, ack.topic) != (removal.cluster, removal.topic):
+                continue
+            if not removal.step <= ack.step < until:
+                continue
+            if ack.offset < removal.pid_reset_offset:
+                entry.violate(
+                    WRITABLE,
+                    f"{ack.cluster}/{ack.topic}: write acknowledged at {ack.offset} before "
+                    f"the MIRROR_PID_RESET at {removal.pid_reset_offset}",
+                )
+                continue
+            epoch = log.epoch_at(ack.offset) if log is not None else None
+            fence = removal.pid_reset_epoch
+            if epoch is not None and fence is not None and epoch < fence:
+                entry.violate(
+                    WRITABLE,
+                    f"{ack.cluster}/{ack.topic}: write at {ack.offset} in epoch {epoch}, "
+                    f"before the failover's epoch {fence}",
+                )
+
+
+def _check_epochs(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
+    for (cluster, topic), log in logs.items():
+        previous = -1
+        for offset, epoch in sorted(log.epochs.items()):
+            if epoch < previous:
+                entry.violate(
+                    EPOCHS, f"{cluster}/{topic}: epoch {epoch} at {offset} after {previous}"
+                )
+                break
+            previous = epoch
+
+
+async def _check_convergence(
+    ctx: DrillContext, entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]
+) -> None:
+    for start in _latest_starts(entry):
+        destination = ctx.cluster(start.cluster)
+        state = None
+        with contextlib.suppress(*REFUSALS):
+            state = await mirror_state(destination, start.topic)
+        if state == "MIRRORING":
+            await _check_copy(ctx, entry, start, None)
+        elif state == "STOPPED":
+            removal = next(
+                (
+                    r
+                    for r in reversed(entry.removes)
+                    if (r.cluster, r.topic) == (start.cluster, start.topic) and r.step > start.step
+                ),
+                None,
+            )
+            if removal is not None and removal.pid_reset_offset is not None:
+                await _check_copy(ctx, entry, start, removal.pid_reset_offset)
+
+
+async def _check_copy(
+    ctx: DrillContext, entry: ChaosJournal, start: MirrorStart, stop: int | None
+) -> None:
+    """The destination's batches equal the source's, below ``stop`` (everything when
+    None, once the destination has caught up)."""
+    destination = ctx.cluster(start.cluster)
+    source = ctx.cluster(start.source)
+
+    async def caught_up() -> tuple[LogRecords, LogRecords] | None:
+        theirs = await read_log(source, start.topic)
+        ours = await read_log(destination, start.topic)
+        if stop is None and ours.log_end != theirs.log_end:
+            return None
+        return theirs, ours
+
+    try:
+        theirs, ours = await wait_until(caught_up, SETTLE_S, f"{start.topic} caught up")
+    except DrillTimeout:
+        entry.violate(SETTLES, f"{start.topic} on {start.cluster} did not catch up")
+        return
+    limit = stop if stop is not None else ours.log_end
+    low = max(_first(theirs), _first(ours))
+    mine = _digests(ours, low, limit)
+    expected = _digests(theirs, low, limit)
+    if mine != expected:
+        differing = sorted(set(mine.items()) ^ set(expected.items()))
+        entry.violate(
+            CONVERGED,
+            f"{start.cluster}/{start.topic} differs from {start.source} below {limit}: "
+            f"first differing batch at {differing[0][0]}",
+        )
+
+
+def _first(log: LogRecords) -> int:
+    return log.batches[0].base_offset if log.batches else 0
+
+
+def _digests(log: LogRecords, low: int, limit: int) -> dict[int, bytes]:
+    return {
+        b.base_offset: hashlib.blake2b(b.data, digest_size=16).digest()
+        for b in log.batches
+        if low <= b.base_offset and b.last_offset < limit
+    }
+
+
+async def _check_grants(ctx: DrillContext, entry: ChaosJournal) -> None:
+    """Watch the granted ACLs and configs through the sync window: each must be there
+    at every look, unless a mirror took its topic over again after the grant."""
+    acls = [g for g in entry.acls if not entry.started_after(g.cluster, g.topic, g.step)]
+    configs = [
+        g
+        for g in entry.configs
+        if not entry.started_after(g.cluster, g.topic, g.step)
+        and not any(
+            (o.cluster, o.topic) == (g.cluster, g.topic) and o.step > g.step for o in entry.configs
+        )
+    ]
+    if not acls and not configs:
+        return
+    broken: dict[Grant, str] = {}
+
+    async def any_broken() -> bool:
+        for grant in acls:
+            if grant not in broken and not await _acl_present(ctx, grant):
+                broken[grant] = f"{grant.cluster}: ACL {grant.value} on {grant.topic} deleted"
+        for grant in configs:
+            value = await _config_value(ctx, grant)
+            if grant not in broken and value != grant.value:
+                broken[grant] = (
+                    f"{grant.cluster}/{grant.topic}: {grant.what} became {value}, "
+                    f"set to {grant.value}"
+                )
+        return len(broken) == len(acls) + len(configs)
+
+    with contextlib.suppress(DrillTimeout):
+        await wait_until(any_broken, SYNC_WINDOW_S, "granted ACLs and configs watched")
+    for grant, detail in broken.items():
+        entry.violate(ACLS if grant.what == "acl" else CONFIGS, detail)
+
+
+async def _acl_present(ctx: DrillContext, grant: Grant) -> bool:
+    wanted = AclBindingFilter(AclResourceType.TOPIC, grant.topic, principal=grant.value)
+    async with _admin(ctx.cluster(grant.cluster)) as admin:
+        return bool(await admin.describe_acls(wanted))
+
+
+async def _config_value(ctx: DrillContext, grant: Grant) -> str | None:
+    resource = ConfigResource(ConfigResourceType.TOPIC, grant.topic)
+    async with _admin(ctx.cluster(grant.cluster)) as admin:
+        described = await admin.describe_configs([resource])
+    entry = described[resource].get(grant.what)
+    return None if entry is None else entry.value
+
+
+async def _check_aborted(ctx: DrillContext, entry: ChaosJournal) -> None:
+    if not entry.aborted:
+        return
+    topics = {(a.cluster, a.topic) for a in entry.acks}
+    for cluster, topic in sorted(topics):
+        try:
+            records = await read_all(ctx, cluster, topic, "read_committed", 15.0)
+        except Exception:
+            continue
+        seen = {v.decode(errors="replace") for _, v in records if v is not None}
+        leaked = seen & entry.aborted
+        if leaked:
+            entry.violate(
+                ABORTED,
+                f"{cluster}/{topic}: read_committed saw {len(leaked)} aborted record(s)",
+            )
+
+
+STEPS = {"chaos_check": chaos_check}

@@ -1,0 +1,73 @@
+"""Reading a cluster as the chaos invariants need it: a topic's mirror state, its log end,
+and its log decoded into (offset, value, leader epoch) with the MIRROR_PID_RESET batches
+marked."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import OffsetSpec, TopicPartition
+from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster
+from mirrorsim.protocol.records import (
+    MirrorPidReset,
+    RawBatch,
+    decode_control_batch,
+    decode_records,
+)
+
+PARTITION = 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecords:
+    """One partition's log: values by offset, each batch's leader epoch, the
+    MIRROR_PID_RESET batches (base offset, epoch) and the raw batches."""
+
+    values: dict[int, str]
+    epochs: dict[int, int]
+    pid_resets: tuple[tuple[int, int], ...]
+    batches: tuple[RawBatch, ...]
+    log_end: int
+
+    def epoch_at(self, offset: int) -> int | None:
+        """The leader epoch of the batch holding ``offset``."""
+        for batch in self.batches:
+            if batch.base_offset <= offset <= batch.last_offset:
+                return batch.partition_leader_epoch
+        return None
+
+
+async def mirror_state(cluster: DrillCluster, topic: str) -> str | None:
+    """The state DescribeMirrors reports for ``topic``'s partition 0 on ``cluster``, in
+    any mirror (None: no mirror holds it)."""
+    async with Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN) as admin:
+        described = await admin.describe_mirrors()
+    for mirror in described.values():
+        for p in mirror.partitions:
+            if p.topic == topic and p.partition == PARTITION:
+                return p.state
+    return None
+
+
+async def log_end(cluster: DrillCluster, topic: str) -> int:
+    tp = TopicPartition(topic, PARTITION)
+    async with Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN) as admin:
+        return (await admin.list_offsets({tp: OffsetSpec.LATEST}))[tp].offset
+
+
+async def read_log(cluster: DrillCluster, topic: str) -> LogRecords:
+    view = await cluster.log_view(topic, PARTITION)
+    values: dict[int, str] = {}
+    epochs: dict[int, int] = {}
+    resets: list[tuple[int, int]] = []
+    for batch in view.batches:
+        epochs[batch.base_offset] = batch.partition_leader_epoch
+        if batch.is_control:
+            if isinstance(decode_control_batch(batch), MirrorPidReset):
+                resets.append((batch.base_offset, batch.partition_leader_epoch))
+            continue
+        for record in decode_records(batch):
+            if record.value is not None:
+                values[record.offset] = record.value.decode(errors="replace")
+    return LogRecords(values, epochs, tuple(resets), view.batches, view.log_end_offset)
