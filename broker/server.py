@@ -8,9 +8,10 @@ listener, stop the components, unregister.
 
 Every start registers a new incarnation (a new broker epoch), fenced: its log may have
 lost an unflushed tail its previous incarnation had acknowledged. The broker applies no
-partition state until the controller has moved that incarnation's leaderships, taken it
-out of the ISRs and unfenced it; it then starts as a follower and rejoins the ISRs by
-catching up. ``start`` returns once it is unfenced (or after a session timeout, when no
+partition state until it is unfenced: at once when the store shows it no role (a first
+start, a restart after a controlled shutdown), else once the controller has moved its
+leaderships and taken it out of the ISRs; it then starts as a follower and rejoins the
+ISRs by catching up. ``start`` returns once it is unfenced (or after a session timeout, when no
 controller answered; the refresh keeps waiting).
 """
 
@@ -265,15 +266,16 @@ class Broker:
         resources.push_async_callback(self.mirror_metadata.stop)
 
     async def _await_unfenced(self) -> None:
-        """Wait (at most a session timeout) until the controller unfenced this incarnation,
-        running the controller's pass here too: with the lease free or held by this broker
-        id, nobody else would make it."""
+        """Wait (at most a session timeout) until this incarnation is unfenced: at once
+        when it holds no role, else once the controller moved them. Runs the controller's
+        pass here too: with the lease free or held by this broker id, nobody else would."""
         deadline = time.monotonic() + int(self.config("broker.session.timeout.ms")) / 1000
         while True:
             try:
+                await self.cluster_controller.unfence_if_idle()
                 await self.cluster_controller.tick()
             except Exception:
-                log.exception("broker %d: job 'controller' failed", self.broker_id)
+                log.exception("broker %d: unfencing failed", self.broker_id)
             await self.refresh_metadata()
             if self._unfenced:
                 return

@@ -200,6 +200,20 @@ class ClusterController:
                 )
         return unfenced
 
+    async def unfence_if_idle(self) -> bool:
+        """Clear this broker's own fence when its new incarnation holds no role: a first
+        start, or a restart after a controlled shutdown. Safe without the controller: while
+        an incarnation is fenced nothing gives it a role (it is not live for elections, and
+        ISR writes refuse it), so roles seen after the registration can only shrink. With
+        a role left (a crash), the active controller moves it first, at its next pass."""
+        snapshot = await asyncio.to_thread(self._store.snapshot)
+        partitions = [p for topic in snapshot.topics.values() for p in topic.partitions]
+        if not may_unfence(self.broker_id, partitions, self._live(snapshot, self._clock())):
+            return False
+        return await asyncio.to_thread(
+            unfence, self._store.engine, self.broker_id, self.broker_epoch, None
+        )
+
     def _live(self, snapshot: ClusterSnapshot, now_ms: int) -> set[int]:
         """Brokers that may lead and be in an ISR: heartbeating and not fenced."""
         return {

@@ -139,10 +139,16 @@ class BrokerSession:
         return fetched_as in (NO_BROKER_EPOCH, broker.broker_epoch)
 
 
-def unfence(engine: Engine, broker_id: int, broker_epoch: int, fence: ControllerFence) -> bool:
-    """Clear the fence of one incarnation (still the registered one), as the controller."""
+def unfence(
+    engine: Engine, broker_id: int, broker_epoch: int, fence: ControllerFence | None
+) -> bool:
+    """Clear the fence of one incarnation (still the registered one). ``fence``: the
+    controller's, refused once it lost the lease; None for a broker clearing its own
+    fence, which is safe only when it holds no role (roles never grow while fenced)."""
     with engine.begin() as conn:
-        if not holds_lease(conn, fence.broker_id, fence.controller_epoch, fence.now_ms):
+        if fence is not None and not holds_lease(
+            conn, fence.broker_id, fence.controller_epoch, fence.now_ms
+        ):
             return False
         brokers = schema.brokers
         return bool(

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from mirrorsim.broker.auth.acl import (
     AclBinding,
@@ -348,6 +348,37 @@ def test_a_store_from_before_the_change_counter_gets_one(url: str) -> None:
         assert store.snapshot().version == 0
         store.create_topic(_topic("orders"))
         assert store.snapshot().version == 1
+    finally:
+        store.close()
+
+
+def test_a_store_from_before_broker_epochs_gets_them(url: str) -> None:
+    """A brokers table of the old shape (no broker_epoch, no fenced) is extended in place;
+    its rows read as unfenced, and every registration gets a new, never reused epoch."""
+    engine = create_store_engine(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "CREATE TABLE brokers (broker_id INTEGER PRIMARY KEY, host VARCHAR(255) NOT "
+                "NULL, port INTEGER NOT NULL, rack VARCHAR(255), registered_at BIGINT NOT "
+                "NULL, heartbeat_at BIGINT NOT NULL)"
+            )
+        )
+        conn.execute(text("INSERT INTO brokers VALUES (7, 'h', 1, NULL, 0, 0)"))
+        migrate(conn, MIGRATIONS[:6])
+    engine.dispose()
+    store = MetadataStore.open(url)
+    try:
+        (old,) = store.brokers()
+        assert (old.broker_id, old.broker_epoch, old.fenced) == (7, 0, False)
+        first = store.register_broker(1, "127.0.0.1", 9092, None)
+        store.unregister_broker(1, first)
+        second = store.register_broker(1, "127.0.0.1", 9092, None)
+        assert 0 < first < second
+        row = next(b for b in store.brokers() if b.broker_id == 1)
+        assert (row.broker_epoch, row.fenced) == (second, True)
+        assert not store.heartbeat(1, first)
+        assert store.heartbeat(1, second)
     finally:
         store.close()
 
