@@ -2,6 +2,7 @@
 
 from mirrorsim.broker.handlers import (
     acls,
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -32,6 +33,7 @@ from mirrorsim.broker.handlers import (
 
 __all__ = [
     "acls",
+    "alter_configs",
     "api_versions",
     "create_partitions",
     "create_topics",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Any
 
 from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, ResourceType
 
@@ -28,3 +29,13 @@ def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str] | No
     if resource_type == ConfigResourceType.MIRROR:
         return ResourceType.CLUSTER_MIRROR, name
     return None
+
+
+async def current_topic(broker: Any, name: str) -> Any:
+    """The topic's record, reading the store once more if this broker's snapshot lacks it:
+    a topic created through another broker a moment ago is not reported unknown."""
+    topic = broker.snapshot.topics.get(name)
+    if topic is None:
+        await broker.refresh_metadata()
+        topic = broker.snapshot.topics.get(name)
+    return topic

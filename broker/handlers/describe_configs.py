@@ -24,7 +24,11 @@ from mirrorsim.broker.config import (
     resolve_topic_config,
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
+from mirrorsim.broker.handlers.config_resources import (
+    ConfigResourceType,
+    acl_resource,
+    current_topic,
+)
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
@@ -65,12 +69,12 @@ async def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigVa
         if record is None:
             raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {name} does not exist")
         return describe_mirror_configs(record.configs)
-    layers = broker.config_layers()
     if resource_type == ConfigResourceType.TOPIC:
-        record = broker.snapshot.topics.get(name)
+        record = await current_topic(broker, name)
         if record is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return resolve_topic_config(record.configs, layers)
+        return resolve_topic_config(record.configs, broker.config_layers())
+    layers = broker.config_layers()
     if resource_type == ConfigResourceType.BROKER:
         if name == CLUSTER_DEFAULT:
             return [

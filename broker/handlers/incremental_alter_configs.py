@@ -15,7 +15,11 @@ from mirrorsim.broker.auth.acl import AclOperation
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.config import ConfigError
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.config_resources import ConfigResourceType, acl_resource
+from mirrorsim.broker.handlers.config_resources import (
+    ConfigResourceType,
+    acl_resource,
+    current_topic,
+)
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.mirror_configs import alter_mirror_configs
@@ -51,6 +55,7 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
     except ValueError as exc:
         raise KafkaError(ErrorCode.INVALID_REQUEST, str(exc)) from None
     if resource.resource_type == ConfigResourceType.TOPIC:
+        await current_topic(broker, resource.resource_name)
         await broker.controller.alter_topic_configs(
             resource.resource_name, ops, validate_only=validate_only
         )
