@@ -10,7 +10,6 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from mirrorsim.cli.errors import abort
 from mirrorsim.drills.chaos.explorer import Exploration, Explorer, ScheduleOutcome, explore
 from mirrorsim.drills.chaos.report import summary, write_report
 from mirrorsim.drills.chaos.schedule import generate
@@ -20,7 +19,9 @@ from mirrorsim.drills.chaos.schedule import generate
 @click.option("--schedules", default=20, show_default=True, type=click.IntRange(min=1))
 @click.option("--steps", default=8, show_default=True, type=click.IntRange(min=1, max=100))
 @click.option("--seed", default=1, show_default=True, type=int)
-@click.option("--processes", is_flag=True, help="Brokers as OS processes (real SIGKILL).")
+@click.option(
+    "--processes", is_flag=True, help="Brokers as OS processes: SIGKILL and SIGSTOP/SIGCONT."
+)
 @click.option("--no-shrink", is_flag=True, help="Report violations without shrinking them.")
 @click.option(
     "--report",
@@ -39,11 +40,9 @@ def chaos(
     """Run seeded random schedules of operator commands, faults and load; check the
     invariants after each; shrink a violating schedule to a replayable drill. Exit 0
     only when no invariant was violated."""
-    if processes:
-        abort("--processes is not available yet: run the explorer in process")
     for name in ("aiokafka", "mirrorsim"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    result = asyncio.run(_run(schedules, steps, seed, not no_shrink))
+    result = asyncio.run(_run(schedules, steps, seed, not no_shrink, processes))
     out = Console()
     for key, value in summary(result).items():
         out.print(f"{key.replace('_', ' ')}: {value}")
@@ -60,8 +59,8 @@ def chaos(
     raise SystemExit(0 if not result.violations else 1)
 
 
-async def _run(schedules: int, steps: int, seed: int, shrink: bool) -> Exploration:
-    plan = [generate(seed, index, steps) for index in range(schedules)]
+async def _run(schedules: int, steps: int, seed: int, shrink: bool, processes: bool) -> Exploration:
+    plan = [generate(seed, index, steps, processes=processes) for index in range(schedules)]
     columns = (
         TextColumn("[bold]chaos"),
         BarColumn(),
@@ -78,5 +77,5 @@ async def _run(schedules: int, steps: int, seed: int, shrink: bool) -> Explorati
             violating += bool(outcome.violations)
             progress.update(task, advance=1, violations=violating)
 
-        async with Explorer() as explorer:
+        async with Explorer(processes=processes) as explorer:
             return await explore(explorer, plan, shrink=shrink, on_done=done)

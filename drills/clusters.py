@@ -16,6 +16,7 @@ restarts. The drill inspects such a cluster only over the wire.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import signal
 from abc import ABC, abstractmethod
@@ -245,6 +246,19 @@ class ProcessDrillCluster(DrillCluster):
 
     async def start_broker(self, broker_id: int) -> None:
         await self.processes.restart(broker_id)
+
+    async def freeze_broker(self, broker_id: int, seconds: float) -> None:
+        """SIGSTOP the broker for ``seconds``, then SIGCONT: a process pause (a long GC,
+        a stalled VM) during which its sessions and leases run out."""
+        process = self.processes.brokers[broker_id].process
+        if process is None or process.returncode is not None:
+            return
+        process.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(seconds)  # the fault's duration, not a synchronization
+        finally:
+            if process.returncode is None:
+                process.send_signal(signal.SIGCONT)
 
     async def log_view(self, topic: str, partition: int) -> LogView:
         """Read from the leader like a consumer: its log up to the high watermark, which

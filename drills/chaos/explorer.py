@@ -67,6 +67,7 @@ class Finding:
 @dataclass
 class Exploration:
     seed: int
+    mode: str = "in-process"
     outcomes: list[ScheduleOutcome] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
@@ -103,10 +104,10 @@ class Explorer:
 
     def __init__(self, *, processes: bool = False, brokers: int = 1) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
-        mode = "processes" if processes else "in-process"
+        self.mode = "processes" if processes else "in-process"
         self.clusters = {
             name: DrillCluster.create(
-                ClusterDef(name, brokers, dict(CLUSTER_CONFIGS), mode), self.root
+                ClusterDef(name, brokers, dict(CLUSTER_CONFIGS), self.mode), self.root
             )
             for name in CLUSTERS
         }
@@ -193,7 +194,7 @@ async def explore(
     on_done: Callable[[ScheduleOutcome], None] = lambda outcome: None,
 ) -> Exploration:
     """Run every schedule; shrink the first violation of each invariant."""
-    result = Exploration(seed=schedules[0].seed if schedules else 0)
+    result = Exploration(seed=schedules[0].seed if schedules else 0, mode=explorer.mode)
     started = time.monotonic()
     chased: set[str] = set()
     for schedule in schedules:

@@ -16,6 +16,7 @@ from mirrorsim.drills.chaos.schedule import Schedule, scenario_document
 def summary(result: Exploration) -> dict[str, Any]:
     return {
         "seed": result.seed,
+        "mode": result.mode,
         "schedules": len(result.outcomes),
         "steps": result.steps,
         "faults_injected": result.faults,
@@ -33,7 +34,7 @@ def write_report(result: Exploration, directory: Path) -> dict[str, Path]:
     findings = []
     for number, finding in enumerate(result.findings, start=1):
         path = directory / f"violation-{number}.yaml"
-        path.write_text(replay_yaml(finding))
+        path.write_text(replay_yaml(finding, result.mode))
         files[path.name] = path
         findings.append(_finding_json(finding, path.name))
     document = {**summary(result), "findings": findings, "errors_seen": _errors(result)}
@@ -44,7 +45,7 @@ def write_report(result: Exploration, directory: Path) -> dict[str, Path]:
     return files
 
 
-def replay_yaml(finding: Finding) -> str:
+def replay_yaml(finding: Finding, mode: str = "in-process") -> str:
     schedule = finding.shrunk or finding.outcome.schedule
     invariants = ", ".join(finding.outcome.invariants)
     form = "shrunk" if finding.shrunk else "as explored"
@@ -52,7 +53,8 @@ def replay_yaml(finding: Finding) -> str:
         f"Violated {invariants} ({form}, {len(schedule.steps)} steps). Replay with "
         f"`mirrorsim drill run FILE`; the seed regenerates the original schedule."
     )
-    return yaml.safe_dump(scenario_document(schedule, CLUSTER_CONFIGS, note), sort_keys=False)
+    document = scenario_document(schedule, CLUSTER_CONFIGS, note, mode)
+    return yaml.safe_dump(document, sort_keys=False)
 
 
 def _finding_json(finding: Finding, file: str) -> dict[str, Any]:

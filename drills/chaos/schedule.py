@@ -35,8 +35,9 @@ WEIGHTS: dict[str, int] = {
     "chaos_outage": 3,
     "chaos_restore": 3,
     "chaos_restart": 1,
+    "chaos_freeze": 1,
 }
-FAULTS = frozenset({"chaos_outage", "chaos_restart"})
+FAULTS = frozenset({"chaos_outage", "chaos_restart", "chaos_freeze"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +95,9 @@ def schedule_tag(seed: int, index: int) -> str:
     return f"{seed}-{index}"
 
 
-def generate(seed: int, index: int, steps: int) -> Schedule:
-    """Schedule ``index`` of the exploration seeded with ``seed``."""
+def generate(seed: int, index: int, steps: int, *, processes: bool = False) -> Schedule:
+    """Schedule ``index`` of the exploration seeded with ``seed``; ``processes`` adds the
+    faults only broker processes can take (SIGSTOP/SIGCONT)."""
     rng = random.Random(f"{seed}/{index}")
     tag = schedule_tag(seed, index)
     topic, mirror = f"chaos-{tag}", f"mirror-{tag}"
@@ -107,7 +109,11 @@ def generate(seed: int, index: int, steps: int) -> Schedule:
         )
     ]
     for _ in range(steps):
-        options = list(_options(model, topic, mirror, rng))
+        options = [
+            option
+            for option in _options(model, topic, mirror, rng)
+            if processes or option[0] != "chaos_freeze"
+        ]
         kinds = [kind for kind, _ in options]
         kind_index = rng.choices(range(len(options)), [WEIGHTS[k] for k in kinds])[0]
         step, apply = options[kind_index][1]()
@@ -181,6 +187,7 @@ def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iter
         if model.up[other]:
             yield make("chaos_outage", {"cluster": cluster}, _set(model.up, cluster, False))
             yield make("chaos_restart", {"cluster": cluster, "broker": 1}, nothing)
+            yield make("chaos_freeze", {"cluster": cluster, "broker": 1, "seconds": 2.0}, nothing)
 
 
 def _set(table: dict[str, bool], key: str, value: bool) -> Callable[[], None]:
@@ -190,13 +197,17 @@ def _set(table: dict[str, bool], key: str, value: bool) -> Callable[[], None]:
     return effect
 
 
-def scenario_document(schedule: Schedule, cluster_configs: dict[str, Any], note: str) -> dict:
+def scenario_document(
+    schedule: Schedule, cluster_configs: dict[str, Any], note: str, mode: str = "in-process"
+) -> dict:
     """The schedule as a drill scenario (``mirrorsim drill run`` replays it)."""
     return {
         "name": f"chaos-{schedule.tag}",
         "description": f"Chaos schedule {schedule.index} of seed {schedule.seed}. {note}",
         "notes": note,
-        "clusters": [{"name": name, "configs": dict(cluster_configs)} for name in CLUSTERS],
+        "clusters": [
+            {"name": name, "configs": dict(cluster_configs), "mode": mode} for name in CLUSTERS
+        ],
         "steps": [{"start_clusters": {}}]
         + [{s.kind: dict(s.params)} for s in schedule.steps]
         + [{"chaos_check": {}}],

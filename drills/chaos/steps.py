@@ -37,7 +37,7 @@ from mirrorsim.drills.chaos.journal import (
 )
 from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
 from mirrorsim.drills.chaos.observe import PARTITION, log_end, mirror_state, read_log
-from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster
+from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
 from mirrorsim.protocol.errors import KafkaError
@@ -388,6 +388,21 @@ async def chaos_restart(ctx: DrillContext, entry: ChaosJournal, cluster: str, br
     ctx.mark("chaos restart", f"{cluster} broker {broker}")
 
 
+@_counted
+async def chaos_freeze(
+    ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int, seconds: float = 2.0
+) -> None:
+    """SIGSTOP ``broker`` for ``seconds``, then SIGCONT (broker processes only; skipped
+    in process, where one event loop runs every broker)."""
+    target = ctx.cluster(cluster)
+    if not isinstance(target, ProcessDrillCluster):
+        entry.skipped += 1
+        return
+    await target.freeze_broker(broker, seconds)
+    entry.faults += 1
+    ctx.mark("chaos freeze", f"{cluster} broker {broker} for {seconds}s")
+
+
 STEPS = {
     "chaos_setup": chaos_setup,
     "chaos_produce": chaos_produce,
@@ -403,4 +418,5 @@ STEPS = {
     "chaos_outage": chaos_outage,
     "chaos_restore": chaos_restore,
     "chaos_restart": chaos_restart,
+    "chaos_freeze": chaos_freeze,
 }

@@ -101,10 +101,5 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     assert result.exit_code == 2
     assert "is a file" in result.output
     assert a_file.read_text() == "mine"
-    result = CliRunner().invoke(cli, ["chaos", "--processes"])
-    assert result.exit_code == 1
-    assert result.output.strip().splitlines() == [
-        "Error: --processes is not available yet: run the explorer in process"
-    ]
     result = CliRunner().invoke(cli, ["chaos", "--schedules", "0"])
     assert result.exit_code == 2
