@@ -357,3 +357,30 @@ def test_bindings_outside_the_scope_are_never_created_or_deleted(
         for binding in operation.bindings:
             if binding.resource_type == R.TOPIC and binding.pattern_type == PatternType.LITERAL:
                 assert statuses.get(binding.resource_name) is MIRRORING
+
+
+IN_MIRROR = st.one_of(st.none(), STATUSES)
+SIDES = st.tuples(IN_MIRROR, IN_MIRROR).filter(lambda pair: pair != (MIRRORING, MIRRORING))
+"""A topic's status in the A→B mirror (on B) and in the B→A mirror (on A), or None
+where it is not in that mirror; it is never MIRRORING both ways (read-only on both)."""
+ANY_TOPIC_BINDINGS = st.builds(
+    acl,
+    name=st.sampled_from(["*", "orders", "pay"]),
+    pattern=st.sampled_from([PatternType.LITERAL, PatternType.PREFIXED]),
+)
+
+
+@given(
+    st.fixed_dictionaries({name: SIDES for name in TOPICS}),
+    st.sets(BINDINGS | ANY_TOPIC_BINDINGS),
+)
+def test_mirrors_of_opposite_directions_never_own_the_same_binding(
+    sides: dict[str, tuple[MirrorTopicStatus | None, MirrorTopicStatus | None]],
+    bindings: set[AclBinding],
+) -> None:
+    """Both clusters hold every topic (a mirror's topics exist on its source), as during
+    a failback: orders STOPPED in A→B on B and MIRRORING in B→A on A, and any mix."""
+    on_b = AclScope.of([MirrorTopic(t, b) for t, (b, _) in sides.items() if b is not None], TOPICS)
+    on_a = AclScope.of([MirrorTopic(t, a) for t, (_, a) in sides.items() if a is not None], TOPICS)
+    for binding in bindings:
+        assert not (on_b.covers(binding) and on_a.covers(binding)), binding
