@@ -125,8 +125,12 @@ class MirrorCoordinator:
         self.state_topic = MirrorStateTopic(broker)
         self.states = MirrorStateClient(broker, self.state_topic)
         self.leader_epochs = LeaderEpochBumper(broker)
+        stored_sources = MirrorSourceClusters(broker.store)
         self.sources = SourceClusters(
-            broker.broker_id, self._mirror_configs, MirrorSourceClusters(broker.store).record
+            broker.broker_id,
+            self._mirror_configs,
+            stored_sources.record,
+            stored_sources.cluster_ids,
         )
         self.last_mirrored_epochs = LastMirroredEpochQueries(self.sources)
         self.fetchers = MirrorFetcherManager(
@@ -465,7 +469,7 @@ class MirrorCoordinator:
                 aborted_ending_at_or_after=partition_log.aborted_transactions_ending_at_or_after,
             ),
             current_leader_epoch=assignment.leader_epoch,
-            source_cluster_id=self.sources.cluster_ids.get(key.mirror, ""),
+            source_cluster_id=await self.sources.cluster_id(key.mirror),
         )
         for step in plan:
             if isinstance(step, TruncateTo):

@@ -35,13 +35,16 @@ class SourceClusters:
         broker_id: int,
         mirror_configs: Any,
         record_cluster_id: Callable[[str, str], str] | None = None,
+        stored_cluster_ids: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         """``mirror_configs()`` returns the current ``{mirror: configs}`` of the cluster;
         ``record_cluster_id(mirror, cluster_id)`` (blocking, run in a thread) stores a
-        mirror's first source cluster id and raises KeyError for an unknown mirror."""
+        mirror's first source cluster id and raises KeyError for an unknown mirror;
+        ``stored_cluster_ids()`` (blocking) reads the stored ids back."""
         self._broker_id = broker_id
         self._mirror_configs = mirror_configs
         self._record_cluster_id = record_cluster_id
+        self._stored_cluster_ids = stored_cluster_ids
         self._clients: dict[str, ClusterClient] = {}
         self._bootstraps: dict[str, str] = {}
         self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
@@ -101,6 +104,20 @@ class SourceClusters:
             return
         with contextlib.suppress(KeyError):
             await asyncio.to_thread(self._record_cluster_id, mirror, cluster_id)
+
+    async def cluster_id(self, mirror: str) -> str:
+        """The source cluster id MIRROR_PID_RESET carries: the connected source's, else the
+        one stored for the mirror, else empty.
+
+        A leader that restarted while the source is down fails over without ever having
+        connected, yet the id it must write is known: it was stored at the first
+        connection.
+        """
+        connected = self.cluster_ids.get(mirror)
+        if connected or self._stored_cluster_ids is None:
+            return connected or ""
+        stored = await asyncio.to_thread(self._stored_cluster_ids)
+        return stored.get(mirror, "")
 
     async def close(self, mirror: str) -> None:
         client = self._clients.pop(mirror, None)
