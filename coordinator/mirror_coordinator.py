@@ -117,6 +117,7 @@ class MirrorPartitionStatus:
     failure: str | None = None
     relocating: bool = False
     truncated_at_ms: int | None = None
+    truncation_wait_since_ms: int | None = None
 
 
 class MirrorCoordinator:
@@ -328,6 +329,7 @@ class MirrorCoordinator:
         status.state = new
         self._update_write_gate(status)
         status.truncated_at_ms = None
+        status.truncation_wait_since_ms = None
         if new is not S.FAILED:
             status.failure = None
         if new is S.MIRRORING:
@@ -371,9 +373,20 @@ class MirrorCoordinator:
             replica: FollowerFetch(progress.log_end_offset, progress.last_fetch_ms)
             for replica, progress in partition.followers.items()
         }
-        outcome = check.outcome(followers, partition.clock())
+        now = partition.clock()
+        outcome = check.outcome(followers, now)
         if outcome is TruncationWait.COMPLETE:
             return MirrorEvent.TRUNCATION_COMPLETE
+        if outcome is TruncationWait.BELOW_MIN_ISR:
+            if status.truncation_wait_since_ms is None:
+                log.warning(
+                    "mirror partition %s-%d: ISR %s below min.insync.replicas %d; "
+                    "waiting to complete the last mirrored epoch truncation",
+                    *key,
+                    list(check.isr),
+                    check.min_insync_replicas,
+                )
+            status.truncation_wait_since_ms = now
         if outcome is TruncationWait.TIMED_OUT:
             status.failure = (
                 f"replicas {check.pending(followers)} (ISR {list(check.isr)}) did not complete "
@@ -398,6 +411,7 @@ class MirrorCoordinator:
             leader_log_end_offset=partition.log_end_offset,
             truncated_at_ms=status.truncated_at_ms,
             timeout_ms=int(self._broker.config("replica.lag.time.max.ms")),
+            waiting_since_ms=status.truncation_wait_since_ms,
         )
 
     async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> bool:
