@@ -45,6 +45,7 @@ class SourceClusters:
         self._mirror_configs = mirror_configs
         self._record_cluster_id = record_cluster_id
         self._stored_cluster_ids = stored_cluster_ids
+        self._stored_read: asyncio.Task[Mapping[str, str]] | None = None
         self._clients: dict[str, ClusterClient] = {}
         self._bootstraps: dict[str, str] = {}
         self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
@@ -116,8 +117,18 @@ class SourceClusters:
         connected = self.cluster_ids.get(mirror)
         if connected or self._stored_cluster_ids is None:
             return connected or ""
-        stored = await asyncio.to_thread(self._stored_cluster_ids)
-        return stored.get(mirror, "")
+        return (await self._read_stored_cluster_ids(self._stored_cluster_ids)).get(mirror, "")
+
+    async def _read_stored_cluster_ids(
+        self, read: Callable[[], Mapping[str, str]]
+    ) -> Mapping[str, str]:
+        """One store read shared by every caller that asks while it runs: a failover of a
+        thousand partitions with no source connection reads once, not a thousand times."""
+        if self._stored_read is None or self._stored_read.done():
+            self._stored_read = asyncio.get_running_loop().create_task(
+                asyncio.to_thread(read), name="read stored source cluster ids"
+            )
+        return await asyncio.shield(self._stored_read)
 
     async def close(self, mirror: str) -> None:
         client = self._clients.pop(mirror, None)
@@ -129,6 +140,8 @@ class SourceClusters:
         for task in list(self._opening.values()):
             task.cancel()
         await asyncio.gather(*self._opening.values(), return_exceptions=True)
+        if self._stored_read is not None:
+            await asyncio.gather(self._stored_read, return_exceptions=True)
         for mirror in list(self._clients):
             with contextlib.suppress(Exception):
                 await self.close(mirror)
