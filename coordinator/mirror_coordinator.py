@@ -470,6 +470,7 @@ class MirrorCoordinator:
     async def _stop(self, status: MirrorPartitionStatus, assignment: PartitionAssignment) -> None:
         key = status.key
         self.fetchers.remove_partition((key.topic, key.partition))
+        source_cluster_id = await self.sources.cluster_id(key.mirror)
         partition = self._broker.replica_manager.partition(key.topic, key.partition)
         partition_log = partition.log
         plan = stopping_plan(
@@ -483,7 +484,7 @@ class MirrorCoordinator:
                 aborted_ending_at_or_after=partition_log.aborted_transactions_ending_at_or_after,
             ),
             current_leader_epoch=assignment.leader_epoch,
-            source_cluster_id=await self.sources.cluster_id(key.mirror),
+            source_cluster_id=source_cluster_id,
         )
         for step in plan:
             if isinstance(step, TruncateTo):
