@@ -17,7 +17,8 @@ Entry actions:
   empty log has nothing to cut and skips the question), then wait until every ISR
   member (every replica with ``mirror.support.unclean.leader.election``) has cut its log
   too (``replica_truncation``), polling; TRUNCATION_COMPLETE, or FAILURE when they do not
-  within ``replica.lag.time.max.ms``;
+  within ``replica.lag.time.max.ms``. A remove pre-empts it (STOPPING), and an LME answer
+  that arrives after the remove reached the metadata store cuts nothing;
 - MIRRORING: hand the partition to the MirrorFetcherManager;
 - PAUSING: remove its fetcher, then FETCHERS_REMOVED;
 - STOPPING (failover): remove its fetcher, cut to a
@@ -116,6 +117,7 @@ class MirrorPartitionStatus:
     failure: str | None = None
     relocating: bool = False
     truncated_at_ms: int | None = None
+    truncation_wait_since_ms: int | None = None
 
 
 class MirrorCoordinator:
@@ -124,8 +126,12 @@ class MirrorCoordinator:
         self.state_topic = MirrorStateTopic(broker)
         self.states = MirrorStateClient(broker, self.state_topic)
         self.leader_epochs = LeaderEpochBumper(broker)
+        stored_sources = MirrorSourceClusters(broker.store)
         self.sources = SourceClusters(
-            broker.broker_id, self._mirror_configs, MirrorSourceClusters(broker.store).record
+            broker.broker_id,
+            self._mirror_configs,
+            stored_sources.record,
+            stored_sources.cluster_ids,
         )
         self.last_mirrored_epochs = LastMirroredEpochQueries(self.sources)
         self.fetchers = MirrorFetcherManager(
@@ -265,13 +271,15 @@ class MirrorCoordinator:
             else:
                 await self._transition(status, MirrorEvent.LEADER_ELECTED)
             return True
-        completion = await self._run_in_flight(status, assignment)
-        if completion is not None:
-            await self._transition(status, completion)
+        if requested is not None:
+            # Before the state's own work: a stop pre-empts PREPARING (the table decides
+            # which requests an in-flight state accepts; PAUSING and STOPPING take none).
+            await self._transition(status, requested)
             return True
-        if requested is None:
+        completion = await self._run_in_flight(status, assignment)
+        if completion is None:
             return False
-        await self._transition(status, requested)
+        await self._transition(status, completion)
         return True
 
     async def _load(
@@ -321,6 +329,7 @@ class MirrorCoordinator:
         status.state = new
         self._update_write_gate(status)
         status.truncated_at_ms = None
+        status.truncation_wait_since_ms = None
         if new is not S.FAILED:
             status.failure = None
         if new is S.MIRRORING:
@@ -355,16 +364,29 @@ class MirrorCoordinator:
         key = (status.key.topic, status.key.partition)
         partition = self._broker.replica_manager.partition(*key)
         if status.truncated_at_ms is None:
-            await self._truncate_to_last_mirrored_epoch(status)
+            if not await self._truncate_to_last_mirrored_epoch(status):
+                asyncio.get_running_loop().call_later(PREPARING_POLL_S, self.kick, key)
+                return None
             status.truncated_at_ms = partition.clock()
         check = self._replica_truncation_check(status, partition)
         followers = {
             replica: FollowerFetch(progress.log_end_offset, progress.last_fetch_ms)
             for replica, progress in partition.followers.items()
         }
-        outcome = check.outcome(followers, partition.clock())
+        now = partition.clock()
+        outcome = check.outcome(followers, now)
         if outcome is TruncationWait.COMPLETE:
             return MirrorEvent.TRUNCATION_COMPLETE
+        if outcome is TruncationWait.BELOW_MIN_ISR:
+            if status.truncation_wait_since_ms is None:
+                log.warning(
+                    "mirror partition %s-%d: ISR %s below min.insync.replicas %d; "
+                    "waiting to complete the last mirrored epoch truncation",
+                    *key,
+                    list(check.isr),
+                    check.min_insync_replicas,
+                )
+            status.truncation_wait_since_ms = now
         if outcome is TruncationWait.TIMED_OUT:
             status.failure = (
                 f"replicas {check.pending(followers)} (ISR {list(check.isr)}) did not complete "
@@ -389,21 +411,36 @@ class MirrorCoordinator:
             leader_log_end_offset=partition.log_end_offset,
             truncated_at_ms=status.truncated_at_ms,
             timeout_ms=int(self._broker.config("replica.lag.time.max.ms")),
+            waiting_since_ms=status.truncation_wait_since_ms,
         )
 
-    async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> None:
-        """Cut at the source's LME. A log with nothing in it (a new mirror topic) has
-        nothing to cut whatever the LME is, so the source is not asked; only the epoch
-        this broker opened at offset 0 as leader goes, so that the first fetch does not
-        name an epoch the source never had as its last fetched one."""
+    async def _truncate_to_last_mirrored_epoch(self, status: MirrorPartitionStatus) -> bool:
+        """Cut at the source's LME; False when the topic was removed from the mirror (or
+        deleted) while the source was being asked, and nothing was cut.
+
+        A log with nothing in it (a new mirror topic) has nothing to cut whatever the LME
+        is, so the source is not asked; only the epoch this broker opened at offset 0 as
+        leader goes, so that the first fetch does not name an epoch the source never had
+        as its last fetched one. Otherwise the answer may take long (a source that is
+        down or whose state coordinator moves), and a remove accepted meanwhile must
+        keep the log whole: the topic config is read again from the metadata store, which
+        RemoveTopicsFromMirror writes before it answers, right before the cut."""
         key = status.key
         partition_log = self.local_log(key.topic, key.partition)
         if partition_log.log_end_offset == 0:
             self._broker.replica_manager.truncate_to(key.topic, key.partition, 0)
-            return
+            return True
         lme = await self.last_mirrored_epochs.last_mirrored_epoch(
             key.mirror, key.topic, key.topic_id, key.partition
         )
+        if await self._stop_requested(key.topic):
+            log.info(
+                "mirror %s partition %s-%d: removed while preparing; no LME cut",
+                key.mirror,
+                key.topic,
+                key.partition,
+            )
+            return False
         offset = lme_truncation_offset(
             partition_log.epoch_cache.epoch_entries, lme, partition_log.log_end_offset
         )
@@ -420,10 +457,20 @@ class MirrorCoordinator:
             self._broker.replica_manager.truncate_fully_and_start_at(key.topic, key.partition, 0)
         else:
             self._broker.replica_manager.truncate_to(key.topic, key.partition, offset)
+        return True
+
+    async def _stop_requested(self, topic: str) -> bool:
+        """The metadata store's current config of ``topic`` asks a PREPARING partition to
+        stop (or the topic is gone)."""
+        record = (await asyncio.to_thread(self._broker.store.topics, [topic])).get(topic)
+        if record is None:
+            return True
+        return event_for_config(S.PREPARING, effective_mirror_name(record.configs)) is not None
 
     async def _stop(self, status: MirrorPartitionStatus, assignment: PartitionAssignment) -> None:
         key = status.key
         self.fetchers.remove_partition((key.topic, key.partition))
+        source_cluster_id = await self.sources.cluster_id(key.mirror)
         partition = self._broker.replica_manager.partition(key.topic, key.partition)
         partition_log = partition.log
         plan = stopping_plan(
@@ -437,7 +484,7 @@ class MirrorCoordinator:
                 aborted_ending_at_or_after=partition_log.aborted_transactions_ending_at_or_after,
             ),
             current_leader_epoch=assignment.leader_epoch,
-            source_cluster_id=self.sources.cluster_ids.get(key.mirror, ""),
+            source_cluster_id=source_cluster_id,
         )
         for step in plan:
             if isinstance(step, TruncateTo):

@@ -11,8 +11,11 @@ Whose cut the leader waits for (spec, "Log Convergence" and "Unclean Leader Elec
 every ISR member; with ``mirror.support.unclean.leader.election`` every replica, which
 must also be back in the ISR, so that no replica that later wins an unclean election
 still holds epochs above the LME. An ISR smaller than ``min.insync.replicas`` is not
-enough either (spec: skip and retry). Replicas that do not make it within the timeout
-fail the partition.
+enough either: the spec's "if less than min ISR are available, we will skip and retry",
+so the leader keeps waiting, however long, and the timeout starts again once the ISR is
+back (a follower cannot be blamed for not truncating while it was out of the ISR).
+Required replicas that do not make it within ``timeout_ms`` of an ISR large enough fail
+the partition.
 
 Sans I/O: the coordinator passes what the partition knows, this module decides.
 """
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 class TruncationWait(enum.Enum):
     COMPLETE = "every required replica has truncated"
     WAITING = "some required replica has not truncated yet"
+    BELOW_MIN_ISR = "the ISR is smaller than min.insync.replicas: skip, retry later"
     TIMED_OUT = "some required replica did not truncate in time"
 
 
@@ -48,6 +52,8 @@ class ReplicaTruncationCheck:
     leader_log_end_offset: int
     truncated_at_ms: int
     timeout_ms: int
+    waiting_since_ms: int | None = None
+    """Start of the timeout: the cut, or the latest time the ISR was below the minimum."""
 
     def required(self) -> list[int]:
         """Followers whose cut the leader waits for."""
@@ -69,9 +75,13 @@ class ReplicaTruncationCheck:
         return waiting
 
     def outcome(self, followers: Mapping[int, FollowerFetch], now_ms: int) -> TruncationWait:
-        enough_isr = len(self.isr) >= self.min_insync_replicas
-        if enough_isr and not self.pending(followers):
+        """COMPLETE, or why not yet. BELOW_MIN_ISR never times out; the caller passes
+        ``now_ms`` as the next ``waiting_since_ms`` then, so the timeout restarts."""
+        if len(self.isr) < self.min_insync_replicas:
+            return TruncationWait.BELOW_MIN_ISR
+        if not self.pending(followers):
             return TruncationWait.COMPLETE
-        if now_ms - self.truncated_at_ms > self.timeout_ms:
+        since = self.truncated_at_ms if self.waiting_since_ms is None else self.waiting_since_ms
+        if now_ms - since > self.timeout_ms:
             return TruncationWait.TIMED_OUT
         return TruncationWait.WAITING

@@ -35,13 +35,17 @@ class SourceClusters:
         broker_id: int,
         mirror_configs: Any,
         record_cluster_id: Callable[[str, str], str] | None = None,
+        stored_cluster_ids: Callable[[], Mapping[str, str]] | None = None,
     ) -> None:
         """``mirror_configs()`` returns the current ``{mirror: configs}`` of the cluster;
         ``record_cluster_id(mirror, cluster_id)`` (blocking, run in a thread) stores a
-        mirror's first source cluster id and raises KeyError for an unknown mirror."""
+        mirror's first source cluster id and raises KeyError for an unknown mirror;
+        ``stored_cluster_ids()`` (blocking) reads the stored ids back."""
         self._broker_id = broker_id
         self._mirror_configs = mirror_configs
         self._record_cluster_id = record_cluster_id
+        self._stored_cluster_ids = stored_cluster_ids
+        self._stored_read: asyncio.Task[Mapping[str, str]] | None = None
         self._clients: dict[str, ClusterClient] = {}
         self._bootstraps: dict[str, str] = {}
         self._opening: dict[str, asyncio.Task[ClusterClient]] = {}
@@ -102,6 +106,30 @@ class SourceClusters:
         with contextlib.suppress(KeyError):
             await asyncio.to_thread(self._record_cluster_id, mirror, cluster_id)
 
+    async def cluster_id(self, mirror: str) -> str:
+        """The source cluster id MIRROR_PID_RESET carries: the connected source's, else the
+        one stored for the mirror, else empty.
+
+        A leader that restarted while the source is down fails over without ever having
+        connected, yet the id it must write is known: it was stored at the first
+        connection.
+        """
+        connected = self.cluster_ids.get(mirror)
+        if connected or self._stored_cluster_ids is None:
+            return connected or ""
+        return (await self._read_stored_cluster_ids(self._stored_cluster_ids)).get(mirror, "")
+
+    async def _read_stored_cluster_ids(
+        self, read: Callable[[], Mapping[str, str]]
+    ) -> Mapping[str, str]:
+        """One store read shared by every caller that asks while it runs: a failover of a
+        thousand partitions with no source connection reads once, not a thousand times."""
+        if self._stored_read is None or self._stored_read.done():
+            self._stored_read = asyncio.get_running_loop().create_task(
+                asyncio.to_thread(read), name="read stored source cluster ids"
+            )
+        return await asyncio.shield(self._stored_read)
+
     async def close(self, mirror: str) -> None:
         client = self._clients.pop(mirror, None)
         self._bootstraps.pop(mirror, None)
@@ -112,6 +140,8 @@ class SourceClusters:
         for task in list(self._opening.values()):
             task.cancel()
         await asyncio.gather(*self._opening.values(), return_exceptions=True)
+        if self._stored_read is not None:
+            await asyncio.gather(self._stored_read, return_exceptions=True)
         for mirror in list(self._clients):
             with contextlib.suppress(Exception):
                 await self.close(mirror)

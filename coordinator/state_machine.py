@@ -19,7 +19,8 @@ MIRRORING; nothing is queued.
     STOPPED ──TOPIC_ADDED──▶ PREPARING ◀──LEADER_ELECTED──────── MIRRORING
     MIRRORING ──PAUSE_REQUESTED──▶ PAUSING ──FETCHERS_REMOVED──▶ PAUSED
     PAUSED ──RESUME_REQUESTED──▶ MIRRORING
-    MIRRORING | PAUSED | FAILED ──STOP_REQUESTED──▶ STOPPING ──STOP_COMPLETE──▶ STOPPED
+    MIRRORING | PAUSED | FAILED | PREPARING | UNKNOWN ──STOP_REQUESTED──▶ STOPPING
+    STOPPING ──STOP_COMPLETE──▶ STOPPED
     any ──FAILURE──▶ FAILED
 
 The table is data (:data:`TRANSITIONS`); anything not in it raises
@@ -29,6 +30,14 @@ values, so there is nothing to corrupt).
 FAILED → STOPPING is not in the spec's "Valid from" list for STOPPING, but the spec's
 FAILED paragraph prescribes exactly that restart path (remove the topic from the mirror,
 whose STOPPING handler is safe on a failed partition, then add it back), so it is here.
+
+PREPARING → STOPPING and UNKNOWN → STOPPING are not in that list either. A remove
+(failover) may arrive while a partition is still preparing, for instance while the source
+cannot answer LastMirroredEpochs, or before its leader has taken the add at all. Waiting
+for PREPARING to finish would cut the log at the LME after the remove was accepted, and
+a partition writable by its ``.removed`` suffix alone would lose what clients wrote
+meanwhile; so a remove stops such a partition like any other: through STOPPING (LSO cut,
+LME, epoch bump, MIRROR_PID_RESET) to STOPPED, the only state that accepts produce.
 """
 
 from __future__ import annotations
@@ -83,6 +92,8 @@ TRANSITIONS: dict[tuple[MirrorPartitionState, MirrorEvent], MirrorPartitionState
     (S.MIRRORING, E.STOP_REQUESTED): S.STOPPING,
     (S.PAUSED, E.STOP_REQUESTED): S.STOPPING,
     (S.FAILED, E.STOP_REQUESTED): S.STOPPING,
+    (S.PREPARING, E.STOP_REQUESTED): S.STOPPING,
+    (S.UNKNOWN, E.STOP_REQUESTED): S.STOPPING,
     (S.STOPPING, E.STOP_COMPLETE): S.STOPPED,
     **{(state, E.FAILURE): S.FAILED for state in S},
 }
@@ -157,6 +168,9 @@ _EVENT_FOR_INTENT: dict[tuple[MirrorNameIntent, MirrorPartitionState], MirrorEve
     (MirrorNameIntent.REMOVE, MirrorPartitionState.MIRRORING): MirrorEvent.STOP_REQUESTED,
     (MirrorNameIntent.REMOVE, MirrorPartitionState.PAUSED): MirrorEvent.STOP_REQUESTED,
     (MirrorNameIntent.REMOVE, MirrorPartitionState.FAILED): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.REMOVE, MirrorPartitionState.PREPARING): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.REMOVE, MirrorPartitionState.UNKNOWN): MirrorEvent.STOP_REQUESTED,
+    (MirrorNameIntent.NONE, MirrorPartitionState.PREPARING): MirrorEvent.STOP_REQUESTED,
     (MirrorNameIntent.NONE, MirrorPartitionState.MIRRORING): MirrorEvent.STOP_REQUESTED,
     (MirrorNameIntent.NONE, MirrorPartitionState.PAUSED): MirrorEvent.STOP_REQUESTED,
 }
@@ -166,9 +180,10 @@ def event_for_config(state: MirrorPartitionState, mirror_name: str | None) -> Mi
     """The event a leader applies for the current ``mirror.name`` value, or None to wait.
 
     None means either "already where the config wants it" or "an in-flight state must
-    finish first" (PREPARING, PAUSING, STOPPING); the leader asks again after every
-    transition. An unset config on an active partition stops it, so a topic can never
-    stay read-only without a mirror.
+    finish first" (PAUSING, STOPPING, and PREPARING unless stopped); the leader asks again
+    after every transition. A stop pre-empts PREPARING: the leader takes it before the
+    state's own work. An unset config on an active partition stops it, so a topic can
+    never stay read-only without a mirror.
     """
     intent = parse_mirror_name(mirror_name).intent
     return _EVENT_FOR_INTENT.get((intent, state))

@@ -38,7 +38,7 @@ class PartitionState:
         config no longer asks for mirroring (``.removed``, or a stop reason) *and* the
         leader's mirror coordinator has found the partition STOPPED.
 
-        The config alone lands before the STOPPING sequence (write fence, LSO cut, epoch
+        The config alone lands before the STOPPING sequence (fetcher removed, LSO cut, epoch
         bump, MIRROR_PID_RESET) has run, and before a restarted leader has loaded the
         stored state; a record acknowledged then would lie below the MIRROR_PID_RESET batch
         in the old epoch, or be cut by a PREPARING partition's LME truncation. The spec:

@@ -17,6 +17,7 @@ from test_mirror_helpers import (
     produce,
     produce_error_code,
 )
+from test_replication import restart, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin
@@ -126,3 +127,29 @@ async def test_failback_truncates_the_divergent_tail_and_copies_only_the_delta(
     assert on_b[: len(shared)] == shared
     assert appended == [x[0] for x in on_b[len(shared) :]]
     assert appended[0] == failover_end - 1
+
+
+async def test_a_failover_after_a_restart_while_the_source_is_down_names_the_stored_source(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """The restarted leader never connects to the source, yet MIRROR_PID_RESET carries the
+    source cluster id stored when the mirror first connected (it was empty)."""
+    source = await start_cluster("primary", configs=MIRROR_CONFIGS)
+    destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic("orders", 1, 1)])).all()
+    await produce(source.bootstrap, "orders", 5)
+    await _mirror(destination.bootstrap, source.bootstrap, ["orders"])
+    await wait_for(lambda: mirrored_up_to(source, destination, "orders", 0), timeout=20)
+    source_cluster_id = source.cluster_id
+    await stop(source, broker_of(source).broker_id)
+    broker_id = broker_of(destination).broker_id
+    await stop(destination, broker_id)
+    await restart(destination, broker_id)
+    await wait_for(lambda: mirror_state(destination, "orders", 0) == "MIRRORING", timeout=20)
+
+    await _fail_over(destination, "orders", wait_for)
+
+    last = batches_of(destination, "orders", 0)[-1]
+    assert last.is_control
+    assert decode_control_batch(last) == MirrorPidReset(source_cluster_id)

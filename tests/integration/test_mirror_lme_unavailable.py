@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, produce
+from test_mirror_helpers import MIRROR, produce, produce_error_code
 from test_replication import FAST, broker, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
@@ -23,7 +23,7 @@ from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
-from mirrorsim.protocol.records import RawBatch
+from mirrorsim.protocol.records import RawBatch, decode_records
 
 TOPIC = "orders"
 NO_EPOCH = -1
@@ -289,3 +289,84 @@ async def test_failback_waits_in_preparing_while_the_sources_coordinator_is_down
     assert truncations[0] == ("to", lme_cut)
     assert ("fully", 0) not in truncations
     assert on_b[: len(shared)] == shared
+
+
+def _values(cluster: Any) -> list[bytes]:
+    """The values of the leader's data records of partition 0, in offset order."""
+    leader = _leader(cluster, TOPIC)
+    assert leader is not None
+    batches = leader.replica_manager.partition(TOPIC, 0).log.batches()
+    return [r.value for b in batches if not b.is_control for r in decode_records(b)]
+
+
+async def test_a_remove_while_preparing_stops_without_a_cut_and_keeps_acknowledged_writes(
+    start_cluster: Any,
+    wait_for: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fails back (mirrors from B) while B's only ``__mirror_state`` replica is down, so
+    A's partition waits in PREPARING; the operator removes the topic from A's mirror
+    again. A goes through STOPPING to STOPPED with no LME cut, accepts produce only then,
+    and the records it acknowledged are all still there once B's coordinator is back."""
+    a = await start_cluster("primary", configs=SINGLE_COORDINATOR)
+    b = await start_cluster(
+        "backup", brokers=2, configs={**SINGLE_COORDINATOR, "default.replication.factor": 2}
+    )
+    async with Admin(bootstrap=a.bootstrap) as admin:
+        (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
+    await produce(a.bootstrap, TOPIC, 4, tag="shared")
+    await _mirror(b, a)
+    await wait_for(lambda: len(b.brokers[0].snapshot.brokers) == 2, message="B's brokers")
+    await wait_for(
+        lambda: _state(b) == "MIRRORING" and _log(b) == _log(a) and _in_sync(b, 2),
+        timeout=30,
+        message="B mirroring A on both replicas",
+    )
+    async with Admin(bootstrap=b.bootstrap) as admin:
+        (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
+    await wait_for(lambda: _state(b) == "STOPPED", timeout=30, message="B failed over")
+    await produce(b.bootstrap, TOPIC, 2, tag="written-on-b")
+    await _bump_leader_epoch(a)
+    await produce(a.bootstrap, TOPIC, 3, tag="beyond-the-lme-on-a")
+
+    coordinator = _state_coordinator(b)
+    assert coordinator > 0
+    port = broker(b, coordinator).port
+    await stop(b, coordinator)
+    await wait_for(
+        lambda: _state_coordinator(b) == NO_LEADER and _leader(b, TOPIC) is not None,
+        timeout=15,
+        message="B without a state coordinator, its topic led by the other broker",
+    )
+    truncations = _record_truncations(a.brokers[0], monkeypatch)
+    await _mirror(a, b)
+    await wait_for(
+        lambda: _state(a) == "PREPARING" and _served_last_mirrored_epochs(b.brokers[0]) >= 2,
+        timeout=30,
+        message="A preparing, asking B for its LME again and again",
+    )
+    kept = _values(a)
+    end_before_remove = a.brokers[0].replica_manager.partition(TOPIC, 0).log_end_offset
+
+    async with Admin(bootstrap=a.bootstrap) as admin:
+        (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
+
+    async def writable() -> bool:
+        return await produce_error_code(a.bootstrap, TOPIC) == ErrorCode.NONE
+
+    await wait_for(writable, timeout=30, message="A writable again")
+    state_when_writable = _state(a)
+    await produce(a.bootstrap, TOPIC, 10, tag="after-remove")
+    acknowledged = [b"local", *(f"after-remove-{i}".encode() for i in range(10))]
+
+    await _restart_at_its_address(b, coordinator, port)
+    await wait_for(
+        lambda: 0 in broker(b, coordinator).mirrors.state_topic.stores(),
+        timeout=15,
+        message="B's state coordinator back",
+    )
+    await wait_for(lambda: _state(a) == "STOPPED", timeout=30, message="A stopped")
+
+    assert _values(a) == kept + acknowledged
+    assert all(offset >= end_before_remove for _, offset in truncations), truncations
+    assert state_when_writable == "STOPPED"

@@ -270,3 +270,43 @@ async def test_retention_on_the_source_while_paused_restarts_every_replica_at_it
     )
     assert _state(destination) == "MIRRORING"
     assert restarts[_leader(destination).broker_id] == [100]
+
+
+async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_failing(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """Spec: "If less than min ISR are available, we will skip and retry". A follower is
+    down and min.insync.replicas=3: PREPARING outlasts replica.lag.time.max.ms several
+    times without going FAILED, and completes once the follower is back in the ISR."""
+    source = await _source_with_records(start_cluster, 4)
+    destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
+    await _mirror(destination, source, wait_for)
+    expected = _replica_logs(source)[_leader(source).broker_id]
+    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
+    await _fail_over(destination, wait_for)
+    follower = next(r for r in (1, 2, 3) if r != _leader(destination).broker_id)
+    await stop(destination, follower)
+    await wait_for(
+        lambda: follower not in destination.brokers[0].snapshot.topics[TOPIC].partitions[0].isr,
+        timeout=10,
+        message="the stopped follower out of the ISR",
+    )
+    configs = dict(destination.brokers[0].snapshot.topics[TOPIC].configs)
+    configs["min.insync.replicas"] = "3"
+    await destination.brokers[0].controller.set_topic_configs(TOPIC, configs)
+
+    await _mirror(destination, source, wait_for, create=False)
+    await wait_for(lambda: _state(destination) == "PREPARING", timeout=10)
+    lag_ms = CONFIGS["replica.lag.time.max.ms"]
+    assert isinstance(lag_ms, int)
+    leader = _leader(destination)
+    started = leader.replica_manager.partition(TOPIC, 0).clock()
+
+    def still_preparing_long_after_the_timeout() -> bool:
+        assert _state(destination) == "PREPARING"
+        return leader.replica_manager.partition(TOPIC, 0).clock() - started > 3 * lag_ms
+
+    await wait_for(still_preparing_long_after_the_timeout, timeout=30)
+    await restart(destination, follower)
+    await wait_for(lambda: _state(destination) == "MIRRORING", timeout=30)
+    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)

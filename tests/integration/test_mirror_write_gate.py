@@ -168,7 +168,7 @@ async def test_a_restarted_leader_resuming_stopping_keeps_the_topic_read_only(
 ) -> None:
     """The leader stores STOPPING and is stopped before the sequence ends; restarted, it
     refuses produce while the resumed sequence runs, and accepts it once STOPPED."""
-    _, destination = await _mirrored_topic(start_cluster, wait_for)
+    source, destination = await _mirrored_topic(start_cluster, wait_for)
     hold = Hold()
     stopping_sequence = MirrorCoordinator._stop
 
@@ -193,3 +193,4 @@ async def test_a_restarted_leader_resuming_stopping_keeps_the_topic_read_only(
     assert await produce_error_code(again.bootstrap, TOPIC) == ErrorCode.NONE
     batches = batches_of(destination, TOPIC, 0)
     _assert_written_after_the_reset(batches, [batches[-1].base_offset])
+    assert decode_control_batch(_pid_reset(batches)) == MirrorPidReset(source.cluster_id)

@@ -26,12 +26,13 @@ SPEC_VALID_FROM = {
     S.MIRRORING: {S.PREPARING, S.PAUSED},
     S.PAUSING: {S.MIRRORING},
     S.PAUSED: {S.PAUSING},
-    S.STOPPING: {S.MIRRORING, S.PAUSED, S.FAILED},
+    S.STOPPING: {S.MIRRORING, S.PAUSED, S.FAILED, S.PREPARING, S.UNKNOWN},
     S.STOPPED: {S.STOPPING},
     S.FAILED: set(S),
     S.UNKNOWN: set(),
 }
-"""The spec's "Valid from" lists (STOPPING also from FAILED, per the FAILED paragraph)."""
+"""The spec's "Valid from" lists; STOPPING also from FAILED (the spec's FAILED paragraph)
+and from PREPARING and UNKNOWN (a remove before the partition is mirroring)."""
 
 
 @given(st.sampled_from(list(S)), st.sampled_from(list(E)))
@@ -88,7 +89,7 @@ def test_config_events_are_always_legal(state: MirrorPartitionState, value: str 
     [
         ([E.TRUNCATION_COMPLETE], "m", S.MIRRORING),
         ([E.TRUNCATION_COMPLETE, E.FETCHERS_REMOVED], "m.paused", S.PAUSED),
-        ([E.TRUNCATION_COMPLETE, E.STOP_COMPLETE], "m.removed", S.STOPPED),
+        ([E.STOP_COMPLETE], "m.removed", S.STOPPED),
     ],
 )
 def test_level_triggered_leader_reaches_what_the_config_asks(
@@ -124,3 +125,30 @@ def test_scenarios_from_the_spec() -> None:
     ]:
         state = next_state(state, event)
         assert state is expected
+
+
+@pytest.mark.parametrize("value", ["m.removed", None])
+def test_a_stop_pre_empts_preparing(value: str | None) -> None:
+    """A remove while PREPARING goes through STOPPING, not back to MIRRORING first."""
+    event = event_for_config(S.PREPARING, value)
+    assert event is E.STOP_REQUESTED
+    assert next_state(S.PREPARING, event) is S.STOPPING
+
+
+def test_a_remove_before_the_leader_took_the_add_stops_the_partition() -> None:
+    assert event_for_config(S.UNKNOWN, "m.removed") is E.STOP_REQUESTED
+    assert event_for_config(S.UNKNOWN, None) is None
+
+
+@given(st.sampled_from([S.UNKNOWN, S.PREPARING, S.MIRRORING, S.PAUSING, S.PAUSED, S.FAILED]))
+def test_a_removed_topic_always_ends_stopped(start: MirrorPartitionState) -> None:
+    """From any state, a leader that applies the ``.removed`` config's events (and the
+    completions of in-flight states) reaches STOPPED, the only writable state."""
+    completion = {S.PAUSING: E.FETCHERS_REMOVED, S.STOPPING: E.STOP_COMPLETE}
+    state = start
+    for _ in range(5):
+        event = event_for_config(state, "m.removed") or completion.get(state)
+        if event is None:
+            break
+        state = next_state(state, event)
+    assert state is S.STOPPED
