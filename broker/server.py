@@ -267,11 +267,15 @@ class Broker:
     async def _await_unfenced(self) -> None:
         """Wait (at most a session timeout) until this incarnation is unfenced: at once
         when it holds no role, else once the controller moved them. Runs the controller's
-        pass here too: with the lease free or held by this broker id, nobody else would."""
+        pass here too: with the lease free or held by this broker id, nobody else would.
+        Heartbeats while it waits (the heartbeat job starts with ``start``'s end): a broker
+        whose session lapsed is not live, and the controller unfences only live ones."""
         deadline = time.monotonic() + int(self.config("broker.session.timeout.ms")) / 1000
         while True:
             try:
-                await self.cluster_controller.unfence_if_idle()
+                await self._heartbeat()
+                if await self.cluster_controller.unfence_if_idle():
+                    log.info("broker %d: unfenced (it held no role)", self.broker_id)
                 await self.cluster_controller.tick()
             except Exception:
                 log.exception("broker %d: unfencing failed", self.broker_id)
