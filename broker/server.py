@@ -154,13 +154,14 @@ class Broker:
 
     async def start(self) -> None:
         """Start every component; on failure, stop those already started and re-raise."""
+        self._jobs = []
         try:
             await self._start_components()
         except BaseException:
+            await self._stop_jobs()
             await self._resources.aclose()
             raise
-        self._jobs = [
-            self._periodic("broker heartbeat", "broker.heartbeat.interval.ms", self._heartbeat),
+        self._jobs += [
             self._periodic(
                 "metadata refresh", "metadata.refresh.interval.ms", self.refresh_metadata
             ),
@@ -255,6 +256,11 @@ class Broker:
         resources.push_async_callback(
             asyncio.to_thread, self.store.unregister_broker, self.broker_id, self.broker_epoch
         )
+        # the session starts with the registration: the rest of the start (unfencing,
+        # opening the logs) may outlast a session timeout under load
+        self._jobs.append(
+            self._periodic("broker heartbeat", "broker.heartbeat.interval.ms", self._heartbeat)
+        )
         await self._await_unfenced()
         await self.transactions.start()
         resources.push_async_callback(self.transactions.stop)
@@ -268,11 +274,13 @@ class Broker:
     async def _await_unfenced(self) -> None:
         """Wait (at most a session timeout) until this incarnation is unfenced: at once
         when it holds no role, else once the controller moved them. Runs the controller's
-        pass here too: with the lease free or held by this broker id, nobody else would."""
+        pass here too: with the lease free or held by this broker id, nobody else would.
+        The heartbeat job runs meanwhile: the controller unfences only live brokers."""
         deadline = time.monotonic() + int(self.config("broker.session.timeout.ms")) / 1000
         while True:
             try:
-                await self.cluster_controller.unfence_if_idle()
+                if await self.cluster_controller.unfence_if_idle():
+                    log.info("broker %d: unfenced (it held no role)", self.broker_id)
                 await self.cluster_controller.tick()
             except Exception:
                 log.exception("broker %d: unfencing failed", self.broker_id)
@@ -319,14 +327,17 @@ class Broker:
 
     async def stop(self) -> None:
         """Stop the jobs, drain the listener, then stop the components in reverse order."""
+        await self._stop_jobs()
+        await self._resources.aclose()
+        log.info("broker %d stopped", self.broker_id)
+
+    async def _stop_jobs(self) -> None:
         for job in self._jobs:
             job.cancel()
         for job in self._jobs:
             with contextlib.suppress(asyncio.CancelledError):
                 await job
         self._jobs = []
-        await self._resources.aclose()
-        log.info("broker %d stopped", self.broker_id)
 
     # metadata propagation
 
