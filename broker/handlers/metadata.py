@@ -2,7 +2,8 @@
 
 Topics a client names that do not exist are auto-created when both the request and
 ``auto.create.topics.enable`` allow it, with the broker's default partition count and
-replication factor, as Kafka does.
+replication factor, as Kafka does. On request (v8+) each topic and the cluster carry the
+caller's authorized operations as Kafka's bit field.
 """
 
 from __future__ import annotations
@@ -10,8 +11,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
-from mirrorsim.broker.auth.enforcement import authorized_names, is_authorized
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import (
+    authorized_names,
+    authorized_operations,
+    is_authorized,
+)
 from mirrorsim.broker.config import topic_name_error
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
@@ -49,6 +54,17 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 topics.append(_topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
             topics.append(await _requested_topic(broker, wanted, allow_create))
+    if getattr(body, "include_topic_authorized_operations", False):
+        for topic in topics:
+            if topic["error_code"] == ErrorCode.NONE:
+                topic["topic_authorized_operations"] = await authorized_operations(
+                    ctx, ResourceType.TOPIC, topic["name"]
+                )
+    cluster_operations = UNSET_AUTHORIZED_OPERATIONS
+    if getattr(body, "include_cluster_authorized_operations", False):
+        cluster_operations = await authorized_operations(
+            ctx, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+        )
     live = await advertised_brokers(ctx, broker.live_brokers())
     return respond(
         body,
@@ -61,7 +77,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "cluster_id": broker.cluster_id,
             "controller_id": broker.controller_id(),
             "topics": topics,
-            "cluster_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+            "cluster_authorized_operations": cluster_operations,
             "error_code": ErrorCode.NONE,
         },
     )
