@@ -1,7 +1,8 @@
 """Metadata: brokers, topics with ids, partition leaders, epochs, ISR and offline replicas.
 
 Topics a client names that do not exist are auto-created when both the request and
-``auto.create.topics.enable`` allow it, with the broker's default partition count and
+``auto.create.topics.enable`` allow it and the caller may CREATE on the cluster or the
+topic (else TOPIC_AUTHORIZATION_FAILED), with the broker's default partition count and
 replication factor, as Kafka does. On request (v8+) each topic and the cluster carry the
 caller's authorized operations as Kafka's bit field.
 """
@@ -53,7 +54,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             ):
                 topics.append(_topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
-            topics.append(await _requested_topic(broker, wanted, allow_create))
+            topics.append(await _requested_topic(ctx, wanted, allow_create))
     if getattr(body, "include_topic_authorized_operations", False):
         for topic in topics:
             if topic["error_code"] == ErrorCode.NONE:
@@ -83,7 +84,8 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     )
 
 
-async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict[str, Any]:
+async def _requested_topic(ctx: RequestContext, wanted: Any, allow_create: bool) -> dict[str, Any]:
+    broker = ctx.broker
     topic_id = getattr(wanted, "topic_id", None)
     if wanted.name is None:
         record = broker.snapshot.topic_by_id(topic_id)
@@ -97,6 +99,8 @@ async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict
         return _topic_error(wanted.name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config("auto.create.topics.enable")):
         return _topic_error(wanted.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not await _may_create(ctx, wanted.name):
+        return _topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     try:
         record = await broker.controller.create_topic(wanted.name)
     except KafkaError as exc:
@@ -106,6 +110,13 @@ async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict
         if record is None:
             return _topic_error(wanted.name, None, ErrorCode.LEADER_NOT_AVAILABLE)
     return _topic(record, broker)
+
+
+async def _may_create(ctx: RequestContext, topic: str) -> bool:
+    """Kafka's rule for auto-creation: CREATE on the cluster, or else on the topic."""
+    return await is_authorized(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    ) or await is_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic)
 
 
 def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
