@@ -362,6 +362,26 @@ TABLE = [
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         _cluster_grant(AclOperation.DESCRIBE),
     ),
+    Row(
+        "DescribeUserScramCredentials",
+        50,
+        0,
+        lambda s: {"users": [{"name": f"user-{s}"}]},
+        lambda r: int(r.error_code) or int(r.results[0].error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.DESCRIBE),
+        success=ErrorCode.RESOURCE_NOT_FOUND,
+    ),
+    Row(
+        "AlterUserScramCredentials",
+        51,
+        0,
+        lambda s: {"deletions": [{"name": f"user-{s}", "mechanism": 1}], "upsertions": []},
+        lambda r: int(r.results[0].error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.ALTER),
+        success=ErrorCode.RESOURCE_NOT_FOUND,
+    ),
 ]
 USERS = [f"row{i}" for i in range(len(TABLE))]
 SECURED = {
