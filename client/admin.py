@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
+import secrets
 import threading
 import uuid
 from collections import defaultdict
@@ -50,6 +52,7 @@ from mirrorsim.client.admin_types import (
     PatternType,
     ResourceType,
     Results,
+    ScramUpsertion,
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
@@ -85,6 +88,8 @@ class ApiKey:
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
 
@@ -656,6 +661,49 @@ class Admin:
         errors = await asyncio.gather(*(delete(g) for g in ids))
         return Results(dict(zip(ids, errors, strict=True)))
 
+    # SCRAM users
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[tuple[str, str]] = (),
+    ) -> Results[str]:
+        """Create or replace SCRAM credentials (salted here: the password never leaves the
+        client) and delete (user, mechanism) pairs; per user, None or its error."""
+        spec = RequestSpec(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+            {
+                "deletions": [
+                    {"name": user, "mechanism": SCRAM_MECHANISM_CODES[mechanism]}
+                    for user, mechanism in deletions
+                ],
+                "upsertions": [_scram_upsertion(u) for u in upsertions],
+            },
+        )
+        response = await self._to_any(spec)
+        return Results(
+            {r.user: error_from_wire(r.error_code, r.error_message) for r in response.results}
+        )
+
+    async def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None
+    ) -> dict[str, list[tuple[str, int]]]:
+        """user -> [(mechanism, iterations)]; every user with credentials when ``users``
+        is None. Raises the first error (RESOURCE_NOT_FOUND for a user without any)."""
+        names = None if users is None else [{"name": u} for u in users]
+        response = await self._to_any(
+            RequestSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": names})
+        )
+        raise_for_error(response.error_code, response.error_message)
+        described: dict[str, list[tuple[str, int]]] = {}
+        for result in response.results:
+            raise_for_error(result.error_code, result.error_message)
+            described[result.user] = [
+                (SCRAM_MECHANISMS[int(info.mechanism)], int(info.iterations))
+                for info in result.credential_infos
+            ]
+        return described
+
     # ACLs
 
     async def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
@@ -1005,3 +1053,27 @@ def _config_targets(resources: Iterable[ConfigResource]) -> dict[int | None, lis
         node_id = int(resource.name) if named_broker and resource.name.isdigit() else None
         targets.setdefault(node_id, []).append(resource)
     return targets
+
+
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+"""Kafka's ``ScramMechanism`` wire codes."""
+SCRAM_MECHANISM_CODES = {name: code for code, name in SCRAM_MECHANISMS.items()}
+_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+
+def _scram_upsertion(upsertion: ScramUpsertion) -> dict[str, Any]:
+    """The salted password Kafka's Admin sends (PBKDF2 with the mechanism's hash)."""
+    salt = upsertion.salt or secrets.token_bytes(32)
+    salted = hashlib.pbkdf2_hmac(
+        _SCRAM_HASHES[upsertion.mechanism],
+        upsertion.password.encode(),
+        salt,
+        upsertion.iterations,
+    )
+    return {
+        "name": upsertion.user,
+        "mechanism": SCRAM_MECHANISM_CODES[upsertion.mechanism],
+        "iterations": upsertion.iterations,
+        "salt": salt,
+        "salted_password": salted,
+    }
