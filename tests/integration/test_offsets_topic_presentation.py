@@ -12,6 +12,8 @@ from confluent_kafka.admin import AdminClient
 
 from mirrorsim.broker.group.ownership import coordinator_id, coordinator_partition
 from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.protocol.errors import ErrorCode
 
 PARTITIONS = 6
 TIMEOUT_S = 30.0
@@ -33,3 +35,12 @@ async def test_the_offsets_topic_is_listed_as_kafkas_internal_topic(start_cluste
     assert {p.leader for p in offsets.partitions.values()} == {1, 2}
     billing = offsets.partitions[coordinator_partition("billing", PARTITIONS)]
     assert billing.leader == coordinator.node_id == coordinator_id("billing", PARTITIONS, [1, 2])
+
+
+async def test_the_offsets_topic_already_exists_for_create_topics(start_cluster: Any) -> None:
+    cluster = await start_cluster()
+    async with Admin(bootstrap=cluster.bootstrap) as admin:
+        outcome = await admin.create_topics([NewTopic("__consumer_offsets", 1, 1)])
+        assert outcome["__consumer_offsets"] is not None
+        assert outcome["__consumer_offsets"].code is ErrorCode.TOPIC_ALREADY_EXISTS
+        assert await admin.list_topics(include_internal=True) == ["__consumer_offsets"]
