@@ -10,12 +10,15 @@ and the one place that rejects a bad one.
 from __future__ import annotations
 
 import enum
+import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mirrorsim.broker.log.config import LogConfig
+
+log = logging.getLogger(__name__)
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -538,9 +541,28 @@ def topic_configs_with_broker_defaults(
 
 
 def effective_broker_config(layers: BrokerConfigLayers, name: str) -> Any:
-    """The typed value of broker config ``name`` after applying every layer."""
-    _, value, _ = layers.lookup(name)[0]
-    return BROKER_CONFIGS[name].parse(value)
+    """The typed value of broker config ``name`` after applying every layer.
+
+    A stored dynamic value that does not parse (written by hand or by an older version)
+    is skipped for the next layer and logged once, so one bad value never stops the
+    components that read the config."""
+    definition = BROKER_CONFIGS[name]
+    chain = layers.lookup(name)
+    for _, value, source in chain[:-1]:
+        try:
+            return definition.parse(value)
+        except ConfigError as exc:
+            _report_unusable(name, value, source, exc)
+    return definition.parse(chain[-1][1])
+
+
+_reported_unusable: set[tuple[str, str | None, ConfigSource]] = set()
+
+
+def _report_unusable(name: str, value: str | None, source: ConfigSource, exc: ConfigError) -> None:
+    if (name, value, source) not in _reported_unusable:
+        _reported_unusable.add((name, value, source))
+        log.warning("ignoring %s value of %s: %s", source.name, name, exc)
 
 
 def validate_topic_configs(

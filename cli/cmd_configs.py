@@ -1,4 +1,5 @@
-"""``mirrorsim configs``: kafka-configs.sh for topics, brokers and (KIP-1279) mirrors.
+"""``mirrorsim configs``: kafka-configs.sh for topics, brokers, (KIP-1279) mirrors and the
+SCRAM credentials of users (``scram_users.py``).
 
 ``--add-config`` takes Kafka's syntax ``k1=v1,k2=[a,b],k3=v3``: commas inside square
 brackets belong to the value and the brackets are dropped.
@@ -14,6 +15,7 @@ import click
 from mirrorsim.cli.admin_session import CLIENT_ID, run
 from mirrorsim.cli.admin_session import command_config as command_config_properties
 from mirrorsim.cli.errors import abort
+from mirrorsim.cli.scram_users import alter_users, describe_user
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import (
     AlterConfigOp,
@@ -29,6 +31,7 @@ ENTITY_TYPES = {
     "brokers": (ConfigResourceType.BROKER, "broker"),
     "mirrors": (ConfigResourceType.MIRROR, "mirror"),
 }
+USERS = "users"
 _STATIC_SOURCES = {ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG}
 _TOP_LEVEL_COMMA = re.compile(r",(?=[^\]]*(?:\[|$))")
 
@@ -70,7 +73,7 @@ def format_entry(entry: ConfigEntry) -> str:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Property file containing configs to be passed to Admin Client.",
 )
-@click.option("--entity-type", type=click.Choice(sorted(ENTITY_TYPES)), required=True)
+@click.option("--entity-type", type=click.Choice(sorted([*ENTITY_TYPES, USERS])), required=True)
 @click.option("--entity-name", required=True, help="Name of the entity (broker id for brokers).")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option("--all", "all_configs", is_flag=True, help="With --describe, include defaults.")
@@ -88,16 +91,24 @@ def configs(
     add_config: str | None,
     delete_config: str | None,
 ) -> None:
-    """Describe or alter the configuration of a topic, broker or cluster mirror."""
+    """Describe or alter the configuration of a topic, broker, cluster mirror or user."""
     if describe == alter:
         abort("Command must include exactly one action: --describe, --alter")
     if alter and not (add_config or delete_config):
         abort("--alter requires --add-config or --delete-config")
     if describe and (add_config or delete_config):
         abort("--add-config and --delete-config can only be used with --alter")
+    client_config = command_config_properties(command_config)
+    if entity_type == USERS:
+        if alter:
+            added = parse_add_config(add_config or "")
+            deleted = parse_delete_config(delete_config or "")
+            alter_users(bootstrap_server, client_config, entity_name, added, deleted)
+        else:
+            describe_user(bootstrap_server, client_config, entity_name)
+        return
     resource_type, label = ENTITY_TYPES[entity_type]
     resource = ConfigResource(resource_type, entity_name)
-    client_config = command_config_properties(command_config)
     if alter:
         ops = [AlterConfigOp(k, v) for k, v in parse_add_config(add_config or "").items()]
         ops += [

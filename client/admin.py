@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import hashlib
+import secrets
 import threading
 import uuid
 from collections import defaultdict
@@ -50,6 +52,7 @@ from mirrorsim.client.admin_types import (
     PatternType,
     ResourceType,
     Results,
+    ScramUpsertion,
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
@@ -85,6 +88,8 @@ class ApiKey:
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+    ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
 
@@ -257,33 +262,39 @@ class Admin:
     async def describe_configs(
         self, resources: Iterable[ConfigResource]
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        wanted = list(resources)
-        spec = RequestSpec(
-            ApiKey.DESCRIBE_CONFIGS,
-            {
-                "resources": [
-                    {"resource_type": r.type, "resource_name": r.name, "configuration_keys": None}
-                    for r in wanted
-                ],
-                "include_synonyms": False,
-                "include_documentation": False,
-            },
-        )
-        response = await self._to_any(spec)
+        """A broker's own configs are asked of that broker (Kafka's Admin does the same:
+        only it knows its static and per-broker values); every other resource of any."""
         described: dict[ConfigResource, dict[str, ConfigEntry]] = {}
-        for result in response.results:
-            resource = ConfigResource(_config_type(result.resource_type), result.resource_name)
-            raise_for_error(result.error_code, result.error_message)
-            described[resource] = {
-                c.name: ConfigEntry(
-                    c.name,
-                    c.value,
-                    int(getattr(c, "config_source", 0)),
-                    bool(c.read_only),
-                    bool(c.is_sensitive),
-                )
-                for c in result.configs
-            }
+        for node_id, wanted in _config_targets(resources).items():
+            spec = RequestSpec(
+                ApiKey.DESCRIBE_CONFIGS,
+                {
+                    "resources": [
+                        {
+                            "resource_type": r.type,
+                            "resource_name": r.name,
+                            "configuration_keys": None,
+                        }
+                        for r in wanted
+                    ],
+                    "include_synonyms": False,
+                    "include_documentation": False,
+                },
+            )
+            response = await self._to_node_or_any(node_id, spec)
+            for result in response.results:
+                resource = ConfigResource(_config_type(result.resource_type), result.resource_name)
+                raise_for_error(result.error_code, result.error_message)
+                described[resource] = {
+                    c.name: ConfigEntry(
+                        c.name,
+                        c.value,
+                        int(getattr(c, "config_source", 0)),
+                        bool(c.read_only),
+                        bool(c.is_sensitive),
+                    )
+                    for c in result.configs
+                }
         return described
 
     async def incremental_alter_configs(
@@ -292,32 +303,31 @@ class Admin:
         *,
         validate_only: bool = False,
     ) -> Results[ConfigResource]:
-        spec = RequestSpec(
-            ApiKey.INCREMENTAL_ALTER_CONFIGS,
-            {
-                "resources": [
-                    {
-                        "resource_type": resource.type,
-                        "resource_name": resource.name,
-                        "configs": [
-                            {"name": op.name, "config_operation": op.op, "value": op.value}
-                            for op in ops
-                        ],
-                    }
-                    for resource, ops in configs.items()
-                ],
-                "validate_only": validate_only,
-            },
-        )
-        response = await self._to_any(spec)
-        return Results(
-            {
-                ConfigResource(_config_type(r.resource_type), r.resource_name): error_from_wire(
-                    r.error_code, r.error_message
-                )
-                for r in response.responses
-            }
-        )
+        """Routed as :meth:`describe_configs`: a broker's configs by that broker."""
+        outcomes: dict[ConfigResource, KafkaError | None] = {}
+        for node_id, wanted in _config_targets(configs).items():
+            spec = RequestSpec(
+                ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                {
+                    "resources": [
+                        {
+                            "resource_type": resource.type,
+                            "resource_name": resource.name,
+                            "configs": [
+                                {"name": op.name, "config_operation": op.op, "value": op.value}
+                                for op in configs[resource]
+                            ],
+                        }
+                        for resource in wanted
+                    ],
+                    "validate_only": validate_only,
+                },
+            )
+            response = await self._to_node_or_any(node_id, spec)
+            for r in response.responses:
+                resource = ConfigResource(_config_type(r.resource_type), r.resource_name)
+                outcomes[resource] = error_from_wire(r.error_code, r.error_message)
+        return Results(outcomes)
 
     # Cluster
 
@@ -651,6 +661,49 @@ class Admin:
         errors = await asyncio.gather(*(delete(g) for g in ids))
         return Results(dict(zip(ids, errors, strict=True)))
 
+    # SCRAM users
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Iterable[ScramUpsertion] = (),
+        deletions: Iterable[tuple[str, str]] = (),
+    ) -> Results[str]:
+        """Create or replace SCRAM credentials (salted here: the password never leaves the
+        client) and delete (user, mechanism) pairs; per user, None or its error."""
+        spec = RequestSpec(
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
+            {
+                "deletions": [
+                    {"name": user, "mechanism": SCRAM_MECHANISM_CODES[mechanism]}
+                    for user, mechanism in deletions
+                ],
+                "upsertions": [_scram_upsertion(u) for u in upsertions],
+            },
+        )
+        response = await self._to_any(spec)
+        return Results(
+            {r.user: error_from_wire(r.error_code, r.error_message) for r in response.results}
+        )
+
+    async def describe_user_scram_credentials(
+        self, users: Iterable[str] | None = None
+    ) -> dict[str, list[tuple[str, int]]]:
+        """user -> [(mechanism, iterations)]; every user with credentials when ``users``
+        is None. Raises the first error (RESOURCE_NOT_FOUND for a user without any)."""
+        names = None if users is None else [{"name": u} for u in users]
+        response = await self._to_any(
+            RequestSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": names})
+        )
+        raise_for_error(response.error_code, response.error_message)
+        described: dict[str, list[tuple[str, int]]] = {}
+        for result in response.results:
+            raise_for_error(result.error_code, result.error_message)
+            described[result.user] = [
+                (SCRAM_MECHANISMS[int(info.mechanism)], int(info.iterations))
+                for info in result.credential_infos
+            ]
+        return described
+
     # ACLs
 
     async def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
@@ -830,6 +883,11 @@ class Admin:
     async def _to_any(self, spec: RequestSpec) -> Any:
         return await self.cluster.retrying(lambda: self.cluster.send_to_any(spec))
 
+    async def _to_node_or_any(self, node_id: int | None, spec: RequestSpec) -> Any:
+        if node_id is None:
+            return await self._to_any(spec)
+        return await self.cluster.retrying(lambda: self.cluster.send_to_node(node_id, spec))
+
     async def _to_controller(self, spec: RequestSpec) -> Any:
         async def attempt() -> Any:
             response = await self.cluster.send_to_controller(spec)
@@ -981,3 +1039,41 @@ def _raise_if_coordinator_moved(response: Any) -> None:
     for found in codes:
         if found in moved:
             raise KafkaError(ErrorCode(found))
+
+
+def _config_targets(resources: Iterable[ConfigResource]) -> dict[int | None, list[ConfigResource]]:
+    """Config resources by the node that must answer them: a BROKER or BROKER_LOGGER
+    resource named by a broker id goes to that broker, everything else (None) to any."""
+    targets: dict[int | None, list[ConfigResource]] = {}
+    for resource in resources:
+        named_broker = resource.type in (
+            ConfigResourceType.BROKER,
+            ConfigResourceType.BROKER_LOGGER,
+        )
+        node_id = int(resource.name) if named_broker and resource.name.isdigit() else None
+        targets.setdefault(node_id, []).append(resource)
+    return targets
+
+
+SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+"""Kafka's ``ScramMechanism`` wire codes."""
+SCRAM_MECHANISM_CODES = {name: code for code, name in SCRAM_MECHANISMS.items()}
+_SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+
+
+def _scram_upsertion(upsertion: ScramUpsertion) -> dict[str, Any]:
+    """The salted password Kafka's Admin sends (PBKDF2 with the mechanism's hash)."""
+    salt = upsertion.salt or secrets.token_bytes(32)
+    salted = hashlib.pbkdf2_hmac(
+        _SCRAM_HASHES[upsertion.mechanism],
+        upsertion.password.encode(),
+        salt,
+        upsertion.iterations,
+    )
+    return {
+        "name": upsertion.user,
+        "mechanism": SCRAM_MECHANISM_CODES[upsertion.mechanism],
+        "iterations": upsertion.iterations,
+        "salt": salt,
+        "salted_password": salted,
+    }

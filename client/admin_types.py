@@ -256,3 +256,15 @@ class MirrorPartitionDescription:
 class MirrorDescription:
     name: str
     partitions: tuple[MirrorPartitionDescription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScramUpsertion:
+    """A SCRAM credential to create or replace (``kafka-configs.sh --entity-type users
+    --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]'``)."""
+
+    user: str
+    mechanism: str
+    password: str
+    iterations: int = 4096
+    salt: bytes | None = None

@@ -500,6 +500,16 @@ class KafkaError(Exception):
         return self.code.retriable
 
 
+class RecordErrorsError(KafkaError):
+    """INVALID_RECORD for some records of a produced batch (KIP-467): ``record_errors``
+    holds (index in the batch, why) for each refused record, so a client fails only
+    those and retries the others."""
+
+    def __init__(self, message: str, record_errors: tuple[tuple[int, str], ...]) -> None:
+        super().__init__(ErrorCode.INVALID_RECORD, message)
+        self.record_errors = record_errors
+
+
 def error_code_from_wire(value: int) -> ErrorCode | int:
     """The ``ErrorCode`` for a wire value, or the bare int for a code newer than this table.
 

@@ -27,6 +27,31 @@ DENIAL_CODES: dict[ResourceType, ErrorCode] = {
 }
 
 
+SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
+    ResourceType.TOPIC: (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
+    ResourceType.CLUSTER: (
+        AclOperation.CREATE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+        AclOperation.CLUSTER_ACTION,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE,
+    ),
+}
+"""The operations Kafka's ``AclEntry.supportedOperations`` lists per resource type: what
+IncludeAuthorizedOperations answers about (Metadata, DescribeCluster)."""
+
+
 @dataclass(slots=True)
 class _CachedAcls:
     authorizer: AclAuthorizer
@@ -155,3 +180,13 @@ async def fetch_denials(ctx: Any, keys: list[Any], *, follower: bool) -> dict[An
         if error is not None:
             refused[key] = error
     return refused
+
+
+async def authorized_operations(ctx: Any, resource_type: ResourceType, name: str) -> int:
+    """Kafka's authorized-operations bit field: bit ``op`` set for every supported
+    operation the principal may do on the resource (all of them without an authorizer)."""
+    bits = 0
+    for operation in SUPPORTED_OPERATIONS[resource_type]:
+        if await is_authorized(ctx, operation, resource_type, name):
+            bits |= 1 << int(operation)
+    return bits

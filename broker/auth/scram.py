@@ -17,6 +17,8 @@ from dataclasses import dataclass
 SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_ITERATIONS = 4096
 """Kafka refuses SCRAM iterations below 4096."""
+MAX_ITERATIONS = 16384
+"""... and above 16384 (``ScramMechanism.maxIterations``)."""
 
 
 class AuthenticationFailed(Exception):
@@ -38,9 +40,18 @@ def scram_credential(
     hash_name = SCRAM_HASHES[mechanism]
     salt = salt if salt is not None else secrets.token_bytes(32)
     salted = hashlib.pbkdf2_hmac(hash_name, password.encode(), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", hash_name)
+    return credential_from_salted_password(mechanism, salt, salted, iterations)
+
+
+def credential_from_salted_password(
+    mechanism: str, salt: bytes, salted_password: bytes, iterations: int
+) -> ScramCredential:
+    """The stored form of a salted password, the way AlterUserScramCredentials sends it
+    (the client salts, so the password itself never reaches the broker)."""
+    hash_name = SCRAM_HASHES[mechanism]
+    client_key = hmac.digest(salted_password, b"Client Key", hash_name)
     stored_key = hashlib.new(hash_name, client_key).digest()
-    server_key = hmac.digest(salted, b"Server Key", hash_name)
+    server_key = hmac.digest(salted_password, b"Server Key", hash_name)
     return ScramCredential(salt, stored_key, server_key, iterations)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from mirrorsim.broker.auth.enforcement import authorize_topic_creation
 from mirrorsim.broker.config import resolve_topic_config
+from mirrorsim.broker.group.offsets_topic import OFFSETS_TOPIC
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.controller import ZERO_UUID, NewTopicRequest
@@ -41,6 +42,11 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             await authorize_topic_creation(ctx, topic.name)
         except KafkaError as exc:
             outcomes[index] = exc
+            continue
+        if topic.name == OFFSETS_TOPIC:
+            outcomes[index] = KafkaError(
+                ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{OFFSETS_TOPIC}' already exists."
+            )
             continue
         accepted[index] = NewTopicRequest(
             topic.name,

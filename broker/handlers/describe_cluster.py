@@ -1,9 +1,12 @@
-"""DescribeCluster: the cluster id, the live brokers and the (nominal) controller."""
+"""DescribeCluster: the cluster id, the live brokers and the (nominal) controller, and on
+request the caller's authorized operations on the cluster."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, ResourceType
+from mirrorsim.broker.auth.enforcement import authorized_operations
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.network.advertised import advertised_brokers
@@ -42,6 +45,10 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 }
                 for b, host, port in await advertised_brokers(ctx, broker.live_brokers())
             ],
-            "cluster_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+            "cluster_authorized_operations": (
+                await authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME)
+                if body.include_cluster_authorized_operations
+                else UNSET_AUTHORIZED_OPERATIONS
+            ),
         },
     )

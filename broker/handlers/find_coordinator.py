@@ -1,13 +1,16 @@
 """FindCoordinator for GROUP and TRANSACTION keys.
 
 The key is mapped onto a live broker as described in ``mirrorsim.broker.group.ownership``;
-with one broker it is always itself.
+with one broker it is always itself. As in Kafka, each key needs DESCRIBE on its group
+(GROUP_AUTHORIZATION_FAILED) or transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mirrorsim.broker.auth.acl import AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.group.ownership import coordinator_id
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
@@ -17,6 +20,10 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+_ACL_RESOURCE = {
+    GROUP_KEY_TYPE: ResourceType.GROUP,
+    TRANSACTION_KEY_TYPE: ResourceType.TRANSACTIONAL_ID,
+}
 _PARTITION_COUNT_CONFIG = {
     GROUP_KEY_TYPE: "offsets.topic.num.partitions",
     TRANSACTION_KEY_TYPE: "transaction.state.log.num.partitions",
@@ -27,13 +34,19 @@ _PARTITION_COUNT_CONFIG = {
 async def handle(ctx: RequestContext, body: Any) -> Any:
     key_type = getattr(body, "key_type", GROUP_KEY_TYPE)
     if int(body.__version__) >= 4:
-        coordinators = [
-            await readvertised(ctx, _lookup(ctx.broker, key, key_type))
-            for key in body.coordinator_keys
-        ]
+        coordinators = [await _coordinator(ctx, key, key_type) for key in body.coordinator_keys]
         return respond(body, {"throttle_time": NO_THROTTLE, "coordinators": coordinators})
-    coordinator = await readvertised(ctx, _lookup(ctx.broker, body.key, key_type))
+    coordinator = await _coordinator(ctx, body.key, key_type)
     return respond(body, {"throttle_time": NO_THROTTLE, **coordinator})
+
+
+async def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
+    resource_type = _ACL_RESOURCE.get(key_type)
+    if resource_type is not None:
+        denied = await denial(ctx, AclOperation.DESCRIBE, resource_type, key)
+        if denied is not None:
+            return _failed(key, denied)
+    return await readvertised(ctx, _lookup(ctx.broker, key, key_type))
 
 
 def _lookup(broker: Any, key: str, key_type: int) -> dict[str, Any]:
@@ -53,4 +66,8 @@ def _lookup(broker: Any, key: str, key_type: int) -> dict[str, Any]:
             "port": node.port,
             **error_fields(None),
         }
+    return _failed(key, error)
+
+
+def _failed(key: str, error: KafkaError) -> dict[str, Any]:
     return {"key": key, "node_id": -1, "host": "", "port": -1, **error_fields(error)}

@@ -64,6 +64,28 @@ async def _denied_topics(
     return names - await authorized_names(ctx, operation, ResourceType.TOPIC, list(names))
 
 
+async def _unknown_partitions(
+    ctx: RequestContext, partitions: Iterable[TopicPartition]
+) -> set[TopicPartition]:
+    """The partitions that do not exist, as Kafka's metadata cache answers for an offset
+    commit (UNKNOWN_TOPIC_OR_PARTITION); the store is read once more before a partition
+    this broker has not seen yet is called unknown."""
+    wanted = set(partitions)
+    unknown = _missing(ctx.broker.snapshot.topics, wanted)
+    if unknown:
+        await ctx.broker.refresh_metadata()
+        unknown = _missing(ctx.broker.snapshot.topics, unknown)
+    return unknown
+
+
+def _missing(topics: Any, partitions: set[TopicPartition]) -> set[TopicPartition]:
+    return {
+        tp
+        for tp in partitions
+        if tp.topic not in topics or not 0 <= tp.partition < len(topics[tp.topic].partitions)
+    }
+
+
 def _ms(value: timedelta) -> int:
     return int(value / timedelta(milliseconds=1))
 
@@ -206,6 +228,7 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
     }
     error = await _admit(ctx, AclOperation.READ, body.group_id)
     denied = await _denied_topics(ctx, AclOperation.READ, (tp.topic for tp in offsets))
+    unknown = await _unknown_partitions(ctx, (tp for tp in offsets if tp.topic not in denied))
     results = (
         dict.fromkeys(offsets, error)
         if error is not ErrorCode.NONE
@@ -214,7 +237,7 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
             body.generation_id_or_member_epoch,
             body.member_id,
             getattr(body, "group_instance_id", None),
-            {tp: o for tp, o in offsets.items() if tp.topic not in denied},
+            {tp: o for tp, o in offsets.items() if tp.topic not in denied and tp not in unknown},
         )
     )
     if error is ErrorCode.NONE:
@@ -223,6 +246,7 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
                 (tp for tp in offsets if tp.topic in denied), ErrorCode.TOPIC_AUTHORIZATION_FAILED
             )
         )
+        results.update(dict.fromkeys(unknown, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
     return respond(
         body,
         {

@@ -1,8 +1,11 @@
 """Metadata: brokers, topics with ids, partition leaders, epochs, ISR and offline replicas.
 
 Topics a client names that do not exist are auto-created when both the request and
-``auto.create.topics.enable`` allow it, with the broker's default partition count and
-replication factor, as Kafka does.
+``auto.create.topics.enable`` allow it and the caller may CREATE on the cluster or the
+topic (else TOPIC_AUTHORIZATION_FAILED), with the broker's default partition count and
+replication factor, as Kafka does. On request (v8+) each topic and the cluster carry the
+caller's authorized operations as Kafka's bit field. ``__consumer_offsets`` is presented
+as Kafka's internal topic (``broker/group/offsets_topic.py``).
 """
 
 from __future__ import annotations
@@ -10,9 +13,18 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
-from mirrorsim.broker.auth.enforcement import authorized_names, is_authorized
+from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from mirrorsim.broker.auth.enforcement import (
+    authorized_names,
+    authorized_operations,
+    is_authorized,
+)
 from mirrorsim.broker.config import topic_name_error
+from mirrorsim.broker.group.offsets_topic import (
+    OFFSETS_TOPIC,
+    offsets_topic_id,
+    offsets_topic_leaders,
+)
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.metadata.models import TopicRecord
@@ -33,13 +45,18 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     topics: list[dict[str, Any]] = []
     if all_topics:
         described = await authorized_names(
-            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, list(broker.snapshot.topics)
+            ctx,
+            AclOperation.DESCRIBE,
+            ResourceType.TOPIC,
+            [*broker.snapshot.topics, OFFSETS_TOPIC],
         )
         topics = [
             _topic(record, broker)
             for name, record in sorted(broker.snapshot.topics.items())
             if name in described
         ]
+        if OFFSETS_TOPIC in described:
+            topics.append(_offsets_topic(broker))
     else:
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         for wanted in requested:
@@ -48,7 +65,18 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             ):
                 topics.append(_topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
                 continue
-            topics.append(await _requested_topic(broker, wanted, allow_create))
+            topics.append(await _requested_topic(ctx, wanted, allow_create))
+    if getattr(body, "include_topic_authorized_operations", False):
+        for topic in topics:
+            if topic["error_code"] == ErrorCode.NONE:
+                topic["topic_authorized_operations"] = await authorized_operations(
+                    ctx, ResourceType.TOPIC, topic["name"]
+                )
+    cluster_operations = UNSET_AUTHORIZED_OPERATIONS
+    if getattr(body, "include_cluster_authorized_operations", False):
+        cluster_operations = await authorized_operations(
+            ctx, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+        )
     live = await advertised_brokers(ctx, broker.live_brokers())
     return respond(
         body,
@@ -61,14 +89,19 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "cluster_id": broker.cluster_id,
             "controller_id": broker.controller_id(),
             "topics": topics,
-            "cluster_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+            "cluster_authorized_operations": cluster_operations,
             "error_code": ErrorCode.NONE,
         },
     )
 
 
-async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict[str, Any]:
+async def _requested_topic(ctx: RequestContext, wanted: Any, allow_create: bool) -> dict[str, Any]:
+    broker = ctx.broker
     topic_id = getattr(wanted, "topic_id", None)
+    if wanted.name == OFFSETS_TOPIC or (
+        wanted.name is None and topic_id == offsets_topic_id(broker.cluster_id)
+    ):
+        return _offsets_topic(broker)
     if wanted.name is None:
         record = broker.snapshot.topic_by_id(topic_id)
         if record is None:
@@ -81,6 +114,8 @@ async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict
         return _topic_error(wanted.name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config("auto.create.topics.enable")):
         return _topic_error(wanted.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not await _may_create(ctx, wanted.name):
+        return _topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     try:
         record = await broker.controller.create_topic(wanted.name)
     except KafkaError as exc:
@@ -92,6 +127,13 @@ async def _requested_topic(broker: Any, wanted: Any, allow_create: bool) -> dict
     return _topic(record, broker)
 
 
+async def _may_create(ctx: RequestContext, topic: str) -> bool:
+    """Kafka's rule for auto-creation: CREATE on the cluster, or else on the topic."""
+    return await is_authorized(
+        ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    ) or await is_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic)
+
+
 def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
     return {
         "error_code": code,
@@ -99,6 +141,31 @@ def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) 
         "topic_id": topic_id or ZERO_UUID,
         "is_internal": False,
         "partitions": [],
+        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _offsets_topic(broker: Any) -> dict[str, Any]:
+    """``__consumer_offsets`` as Kafka shows it (see ``broker/group/offsets_topic.py``)."""
+    live = [b.broker_id for b in broker.live_brokers()]
+    leaders = offsets_topic_leaders(int(broker.config("offsets.topic.num.partitions")), live)
+    return {
+        "error_code": ErrorCode.NONE,
+        "name": OFFSETS_TOPIC,
+        "topic_id": offsets_topic_id(broker.cluster_id),
+        "is_internal": True,
+        "partitions": [
+            {
+                "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
+                "partition_index": partition,
+                "leader_id": leader,
+                "leader_epoch": 0,
+                "replica_nodes": [leader] if leader >= 0 else [],
+                "isr_nodes": [leader] if leader >= 0 else [],
+                "offline_replicas": [],
+            }
+            for partition, leader in enumerate(leaders)
+        ],
         "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
     }
 

@@ -17,7 +17,7 @@ from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import AppendResult, ReplicaManager
-from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.errors import ErrorCode, KafkaError, RecordErrorsError
 
 PRODUCE_KEY = 0
 
@@ -101,12 +101,16 @@ def _partition_success(index: int, result: AppendResult) -> dict[str, Any]:
 
 
 def _partition_error(index: int, error: KafkaError) -> dict[str, Any]:
+    record_errors = error.record_errors if isinstance(error, RecordErrorsError) else ()
     return {
         "index": index,
         "error_code": error.code,
         "base_offset": -1,
         "log_append_time": None,
         "log_start_offset": -1,
-        "record_errors": (),
+        "record_errors": [
+            {"batch_index": batch_index, "batch_index_error_message": why}
+            for batch_index, why in record_errors
+        ],
         "error_message": error.message,
     }

@@ -35,9 +35,16 @@ class RecordBatchTooLargeError(LogError):
 
 
 class InvalidRecordError(LogError):
-    """A record the topic's policy refuses, e.g. a keyless record on a compacted topic."""
+    """A record the topic's policy refuses, e.g. a keyless record on a compacted topic.
+
+    ``record_errors`` names the refused records by their index in the batch with why
+    (Kafka's KIP-467 ``RecordErrors``), so a client fails only those records."""
 
     error_code = 87
+
+    def __init__(self, message: str, record_errors: tuple[tuple[int, str], ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class OutOfOrderSequenceError(LogError):

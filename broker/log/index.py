@@ -153,6 +153,10 @@ class OffsetIndex:
     def flush(self, *, fsync: bool = True) -> None:
         self._file.flush(fsync=fsync)
 
+    def create_file(self) -> None:
+        """An empty index file on disk, as Kafka creates one with its segment."""
+        self._file.rewrite(b"")
+
     def rename(self, path: Path) -> None:
         self._file.rename(path)
 
@@ -232,6 +236,10 @@ class TimeIndex:
 
     def flush(self, *, fsync: bool = True) -> None:
         self._file.flush(fsync=fsync)
+
+    def create_file(self) -> None:
+        """An empty index file on disk, as Kafka creates one with its segment."""
+        self._file.rewrite(b"")
 
     def rename(self, path: Path) -> None:
         self._file.rename(path)

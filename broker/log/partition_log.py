@@ -386,8 +386,22 @@ class PartitionLog:
                 records = decode_records(batch)
             except CodecCorruptRecordError as exc:
                 raise CorruptRecordError(str(exc)) from exc
-            if any(record.key is None for record in records):
-                raise InvalidRecordError("a compacted topic cannot accept a record without key")
+            keyless = [i for i, record in enumerate(records) if record.key is None]
+            if keyless:
+                raise self._keyless_records_error(keyless)
+
+    def _keyless_records_error(self, indexes: list[int]) -> InvalidRecordError:
+        """Kafka's per-record errors (KIP-467) for keyless records on a compacted topic."""
+        why = (
+            f"Compacted topic cannot accept message without key in topic partition {self.dir.name}."
+        )
+        errors = tuple((index, why) for index in indexes)
+        shown = ", ".join(f"{index}: {why}" for index, _ in errors[:3])
+        return InvalidRecordError(
+            f"One or more records have been rejected due to {len(errors)} record errors in "
+            f"total, and only showing the first three errors at most: [{shown}]",
+            errors,
+        )
 
     def _check_fits_segment(self, batch: RawBatch) -> None:
         if batch.size > self.config.segment_bytes:

@@ -157,6 +157,8 @@ class LogSegment:
         max_index_entries: int,
         suffix: str = "",
     ) -> LogSegment:
+        """A new, empty segment with its ``.index`` and ``.timeindex`` on disk at once, as
+        Kafka creates them; the ``.txnindex`` appears with the first aborted transaction."""
         segment = cls(
             directory,
             base_offset,
@@ -167,8 +169,9 @@ class LogSegment:
         if segment.size:
             os.ftruncate(segment._fd, 0)
             segment.size = 0
-        for stale in (segment.offset_index, segment.time_index, segment.txn_index):
-            stale.delete()
+        segment.txn_index.delete()
+        segment.offset_index.create_file()
+        segment.time_index.create_file()
         return segment
 
     @classmethod

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mirrorsim.broker.log.config import LogConfig
-from mirrorsim.broker.log.errors import DuplicateSequenceError, LogError
+from mirrorsim.broker.log.errors import DuplicateSequenceError, InvalidRecordError, LogError
 from mirrorsim.broker.log.log_manager import LogManager
 from mirrorsim.broker.log.results import AppendInfo, AppendOrigin
 from mirrorsim.broker.replica.fetch_session import FetchKey, FetchSessionCache, PartitionFetch
@@ -41,7 +41,7 @@ from mirrorsim.broker.replica.validation import (
     split_produced_batches,
     validate_client_batches,
 )
-from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.errors import ErrorCode, KafkaError, RecordErrorsError
 from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
@@ -221,6 +221,10 @@ class ReplicaManager:
             result = target.append_as_leader(batches, now)
         except DuplicateSequenceError as exc:
             return AppendResult(exc.first_offset, exc.last_offset, -1, target.log_start_offset)
+        except InvalidRecordError as exc:
+            if exc.record_errors:
+                raise RecordErrorsError(str(exc), exc.record_errors) from exc
+            raise KafkaError(ErrorCode.INVALID_RECORD, str(exc)) from exc
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         self._purgatory.notify((topic, partition))

@@ -21,6 +21,7 @@ from confluent_kafka.admin import (
 )
 from test_broker_fixes_configs import FAST
 
+from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.broker.server import Broker
 
 TIMEOUT_S = 30.0
@@ -143,3 +144,30 @@ async def test_a_stored_value_no_partition_can_run_with_does_not_stop_refreshes(
         assert all(p.log.config.segment_index_bytes == 10485760 for p in stored)
     assert "ignoring stored config segment.index.bytes" in caplog.text
     assert await asyncio.to_thread(_produce_to_every_partition, two_brokers.bootstrap, "stored", 2)
+
+
+async def test_a_stored_broker_value_that_does_not_parse_falls_back(
+    two_brokers: Any, wait_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cluster-wide dynamic value no broker can parse: every broker uses the next layer
+    (here Kafka's default), says so once, and keeps creating and serving topics."""
+    first: Broker = two_brokers.brokers[0]
+    await asyncio.to_thread(
+        first.store.set_broker_configs,
+        CLUSTER_DEFAULT,
+        {"num.partitions": "many", "log.retention.ms": "forever"},
+    )
+    for broker in two_brokers.brokers:
+        await wait_for(
+            lambda b=broker: b.snapshot.dynamic_default_configs.get("num.partitions") == "many",
+            message=f"broker {broker.broker_id} reads the stored value",
+        )
+        assert broker.config("num.partitions") == 1
+        assert broker.config("log.retention.ms") == 604_800_000
+    assert "ignoring DYNAMIC_DEFAULT_BROKER_CONFIG value of num.partitions" in caplog.text
+    admin = _admin(two_brokers.bootstrap)
+    await asyncio.to_thread(_create, admin, "after-bad-default", 2, 2)
+    produced = await asyncio.to_thread(
+        _produce_to_every_partition, two_brokers.bootstrap, "after-bad-default", 2
+    )
+    assert produced == 2

@@ -204,6 +204,7 @@ async def test_the_next_coordinator_serves_offsets_committed_through_the_stopped
     start_cluster: Any, wait_for: Any
 ) -> None:
     cluster = await start_cluster(brokers=3, configs=FAST)
+    await broker(cluster, 1).controller.create_topic(TP.topic, assignments={0: [1, 3]})
     group_id = group_owned_by(2, [1, 2, 3])
     assert await commit(broker(cluster, 1), group_id, 7) == ErrorCode.NOT_COORDINATOR
     assert await commit(broker(cluster, 3), group_id, 7) == ErrorCode.NOT_COORDINATOR

@@ -14,8 +14,9 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.conn import create_conn
 from aiokafka.errors import GroupAuthorizationFailedError, SaslAuthenticationFailed
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicCollection, TopicPartition
 from confluent_kafka import KafkaError as ConfluentError
+from confluent_kafka.admin import AdminClient
 
 from mirrorsim.broker.auth.credentials import upsert_scram_credential
 from mirrorsim.broker.auth.scram import scram_credential
@@ -203,3 +204,72 @@ async def test_aiokafka_group_consumer_needs_read_on_the_group(start_cluster: An
         grant = AclBinding(ResourceType.GROUP, "billing", "User:alice", AclOperation.READ)
         (await root.create_acls([grant])).all()
     assert await aiokafka_consume(broker.sasl, security, group="billing") == values(RECORDS)
+
+
+def _confluent_sasl(bootstrap: str) -> dict[str, Any]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "alice",
+        "sasl.password": PASSWORD,
+    }
+
+
+def _authorized_operations(config: dict[str, Any]) -> tuple[set[str], set[str]]:
+    """(alice's operations on TOPIC, on the cluster) as confluent-kafka reports them."""
+    admin = AdminClient(config)
+    (topic_future,) = admin.describe_topics(
+        TopicCollection([TOPIC]), include_authorized_operations=True
+    ).values()
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(TIMEOUT_S)
+    topic = topic_future.result(TIMEOUT_S)
+    return (
+        {op.name for op in topic.authorized_operations or []},
+        {op.name for op in cluster.authorized_operations or []},
+    )
+
+
+async def test_authorized_operations_are_the_callers(start_cluster: Any) -> None:
+    """DescribeTopics and DescribeCluster with IncludeAuthorizedOperations answer what
+    the principal may do: alice may read the topic (which implies describe) and describe
+    the cluster, and nothing else."""
+    started = await start_sasl_broker(start_cluster, {**SASL_BROKER, **AUTHORIZER})
+    async with Admin(bootstrap=started.plaintext) as root:
+        grants = [
+            AclBinding(ResourceType.TOPIC, TOPIC, "User:alice", AclOperation.READ),
+            AclBinding(ResourceType.CLUSTER, "kafka-cluster", "User:alice", AclOperation.DESCRIBE),
+        ]
+        (await root.create_acls(grants)).all()
+    topic_ops, cluster_ops = await asyncio.to_thread(
+        _authorized_operations, _confluent_sasl(started.sasl)
+    )
+    assert topic_ops == {"READ", "DESCRIBE"}
+    assert cluster_ops == {"DESCRIBE"}
+
+
+async def test_without_an_authorizer_every_supported_operation_is_authorized(
+    sasl_broker: SaslBroker,
+) -> None:
+    topic_ops, cluster_ops = await asyncio.to_thread(
+        _authorized_operations, _confluent_sasl(sasl_broker.sasl)
+    )
+    assert topic_ops == {
+        "READ",
+        "WRITE",
+        "CREATE",
+        "DELETE",
+        "ALTER",
+        "DESCRIBE",
+        "DESCRIBE_CONFIGS",
+        "ALTER_CONFIGS",
+    }
+    assert cluster_ops == {
+        "CREATE",
+        "ALTER",
+        "DESCRIBE",
+        "CLUSTER_ACTION",
+        "DESCRIBE_CONFIGS",
+        "ALTER_CONFIGS",
+        "IDEMPOTENT_WRITE",
+    }

@@ -39,6 +39,13 @@ async def coordinator() -> AsyncIterator[GroupCoordinator]:
     await coordinator.stop()
 
 
+TOPICS = {"t1": SimpleNamespace(partitions=[0]), "t": SimpleNamespace(partitions=[0, 1, 2, 3])}
+
+
+async def _unchanged_metadata() -> None:
+    """The store holds nothing the snapshot lacks."""
+
+
 async def call(
     coordinator: GroupCoordinator, api_key: int, version: int, fields: dict[str, Any]
 ) -> Any:
@@ -48,7 +55,12 @@ async def call(
     request = build_request(api_key, version, fields)
     ctx = RequestContext(
         header=RequestHeader(api_key, version, 7, "client"),
-        broker=SimpleNamespace(groups=coordinator, config={}.get),  # no authorizer
+        broker=SimpleNamespace(  # no authorizer; the topics the tests commit offsets of
+            groups=coordinator,
+            config={}.get,
+            snapshot=SimpleNamespace(topics=TOPICS),
+            refresh_metadata=_unchanged_metadata,
+        ),
         client_host="127.0.0.1",
     )
     response = await registration.handler(ctx, request)

@@ -268,3 +268,31 @@ def test_config_from_topic_config() -> None:
     assert config.segment_bytes == 1073741824
     with pytest.raises(ValueError):
         LogConfig.from_topic_config({"cleanup.policy": "forever"})
+
+
+def _segment_files(directory: Path) -> list[str]:
+    return sorted(
+        p.name for p in directory.iterdir() if p.suffix in (".log", ".index", ".timeindex")
+    )
+
+
+def test_every_segment_gets_its_index_files_when_created(tmp_path: Path) -> None:
+    """Kafka creates ``.index`` and ``.timeindex`` with the segment, not with its first
+    index entry: a small partition has them too, before and after a clean close."""
+    directory = tmp_path / "t-0"
+    log = open_log(directory, segment_bytes=250)
+    assert _segment_files(directory) == [
+        "00000000000000000000.index",
+        "00000000000000000000.log",
+        "00000000000000000000.timeindex",
+    ]
+    while len(log.segments) < 2:
+        log.append_as_leader([batch(1)], leader_epoch=0)
+    second = f"{log.segments[1].base_offset:020d}"
+    log.close()
+    assert {f"{second}.index", f"{second}.log", f"{second}.timeindex"} <= set(
+        _segment_files(directory)
+    )
+    reopened = open_log(directory, segment_bytes=250)
+    assert len(read_all(reopened)) == reopened.log_end_offset
+    reopened.close()
