@@ -294,21 +294,29 @@ class Broker:
         (``MetadataStore.snapshot``); the live-broker set is recomputed either way.
 
         Serialized by a lock so that two refreshes never apply their diffs out of order
-        (the diff is against the last applied snapshot).
+        (the diff is against the last applied snapshot). A refresh that fails or is
+        cancelled (a stopping broker cancels its periodic one) while applying puts the
+        previous snapshot back, so the next refresh applies the whole diff again; applying
+        a partition state twice is harmless.
         """
         async with self._refresh_lock:
-            fresh = await asyncio.to_thread(self.store.snapshot, self.snapshot)
+            previous = self.snapshot
+            fresh = await asyncio.to_thread(self.store.snapshot, previous)
             changed, removed = partition_changes(
-                self.snapshot.topics,
+                previous.topics,
                 fresh.topics,
                 old_layers=self.config_layers(),
                 new_layers=fresh.config_layers(self.broker_id, self.static_configs),
             )
             self.snapshot = fresh
-            for topic, partition in removed:
-                await self.replica_manager.remove_partition(topic, partition, delete=True)
-            for state in changed:
-                await self.replica_manager.apply_partition_state(state)
+            try:
+                for topic, partition in removed:
+                    await self.replica_manager.remove_partition(topic, partition, delete=True)
+                for state in changed:
+                    await self.replica_manager.apply_partition_state(state)
+            except BaseException:
+                self.snapshot = previous
+                raise
             await self._update_group_ownership()
             await self.mirrors.on_metadata_change()
 

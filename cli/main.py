@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from mirrorsim.cli.errors import OneLineErrors
+
 # command name -> "module:attribute"; modules are imported only when the command runs.
 COMMANDS: dict[str, str] = {
     "acls": "mirrorsim.cli.cmd_acls:acls",
@@ -20,7 +22,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(OneLineErrors):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 
