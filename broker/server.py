@@ -30,6 +30,7 @@ from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.log import LogManager
+from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
@@ -140,7 +141,10 @@ class Broker:
     # lifecycle
 
     async def start(self) -> None:
-        """Start every component; on failure, stop those already started and re-raise."""
+        """Start every component; on failure, stop those already started and re-raise.
+
+        Sets ``current_broker`` first, so every task started here logs this broker's id."""
+        current_broker.set(self.broker_id)
         try:
             await self._start_components()
         except BaseException:

@@ -15,6 +15,7 @@ from mirrorsim.broker.cluster import (
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.log_format import LOG_LEVELS, configure_logging
 from mirrorsim.broker.metadata.store import MetadataStoreUnavailable
 from mirrorsim.broker.supervisor import BrokerStartError, ProcessCluster
 from mirrorsim.cli.errors import abort
@@ -73,8 +74,16 @@ async def _main(specs: list[ClusterSpec], processes: bool) -> None:
     help="Cluster config (TOML). Default: clusters primary (9092) and backup (9192).",
 )
 @click.option("--processes", is_flag=True, help="Run each broker as its own OS process.")
-def up(config_file: Path | None, processes: bool) -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Broker log lines on stderr from this level up (in-process brokers).",
+)
+def up(config_file: Path | None, processes: bool, log_level: str) -> None:
     """Start the clusters of the config and run until interrupted."""
+    configure_logging(log_level)
     text = config_file.read_text() if config_file else DEFAULT_CLUSTERS_TOML
     try:
         specs = parse_cluster_specs(text)
