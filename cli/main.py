@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "drill": "mirrorsim.cli.cmd_drill:drill",
     "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
     "features": "mirrorsim.cli.cmd_features:features",
+    "topics": "mirrorsim.cli.cmd_topics:topics",
     "up": "mirrorsim.cli.cmd_up:up",
     "verify": "mirrorsim.cli.cmd_verify:verify",
 }
