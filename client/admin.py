@@ -257,7 +257,24 @@ class Admin:
     async def describe_configs(
         self, resources: Iterable[ConfigResource]
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        wanted = list(resources)
+        """A broker's configs are asked of that broker (only it knows its static ones, and
+        it refuses another id, as Kafka's brokers do); everything else of any broker."""
+        by_node: dict[int | None, list[ConfigResource]] = {}
+        for resource in resources:
+            node = (
+                int(resource.name)
+                if resource.type == ConfigResourceType.BROKER and resource.name.isdigit()
+                else None
+            )
+            by_node.setdefault(node, []).append(resource)
+        described: dict[ConfigResource, dict[str, ConfigEntry]] = {}
+        for node, wanted in by_node.items():
+            described |= await self._describe_configs_at(node, wanted)
+        return described
+
+    async def _describe_configs_at(
+        self, node: int | None, wanted: list[ConfigResource]
+    ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
         spec = RequestSpec(
             ApiKey.DESCRIBE_CONFIGS,
             {
@@ -269,7 +286,10 @@ class Admin:
                 "include_documentation": False,
             },
         )
-        response = await self._to_any(spec)
+        if node is None:
+            response = await self._to_any(spec)
+        else:
+            response = await self.cluster.retrying(lambda: self.cluster.send_to_node(node, spec))
         described: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for result in response.results:
             resource = ConfigResource(_config_type(result.resource_type), result.resource_name)
