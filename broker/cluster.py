@@ -217,7 +217,8 @@ class ClusterRunner:
                     cluster_id=self.spec.cluster_id,
                     configs=self.spec.broker_configs(broker_id),
                 )
-                await broker.start()
+                # its own task: the broker's log context stays out of the caller's
+                await asyncio.create_task(broker.start())
                 self.brokers.append(broker)
             await asyncio.gather(*(b.refresh_metadata() for b in self.brokers))
         except BaseException:

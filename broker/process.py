@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import signal
 import sys
 from collections.abc import Sequence
 from typing import Any
 
+from mirrorsim.broker.log_format import LOG_LEVELS, configure_logging
 from mirrorsim.broker.server import Broker
 
 READY_PREFIX = "broker"
@@ -36,7 +36,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--metadata-url", required=True)
     parser.add_argument("--cluster-id", default=None)
     parser.add_argument("--configs", default="{}", help="static broker configs as a JSON object")
-    parser.add_argument("--log-level", default="INFO")
+    parser.add_argument("--log-level", default="INFO", choices=LOG_LEVELS)
     return parser.parse_args(argv)
 
 
@@ -65,11 +65,7 @@ async def serve(args: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    logging.basicConfig(
-        level=args.log_level,
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.log_level)
     try:
         asyncio.run(serve(args))
     except OSError as exc:

@@ -38,6 +38,7 @@ from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.log import LogManager
+from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
@@ -153,7 +154,10 @@ class Broker:
     # lifecycle
 
     async def start(self) -> None:
-        """Start every component; on failure, stop those already started and re-raise."""
+        """Start every component; on failure, stop those already started and re-raise.
+
+        Sets ``current_broker`` first, so every task started here logs this broker's id."""
+        current_broker.set(self.broker_id)
         self._jobs = []
         try:
             await self._start_components()
@@ -359,7 +363,11 @@ class Broker:
             await self.mirrors.on_metadata_change()
 
     async def _apply_partition_changes(self) -> None:
-        """Hand the replica manager what changed since the snapshot it last applied."""
+        """Hand the replica manager what changed since the snapshot it last applied.
+
+        The applied snapshot moves only once every change is applied: a refresh that fails
+        or is cancelled part way (a stopping broker cancels its periodic one) applies the
+        whole diff again next time; applying a partition state twice is harmless."""
         fresh = self.snapshot
         changed, removed = partition_changes(
             self._applied.topics,
@@ -367,11 +375,11 @@ class Broker:
             old_layers=self._applied.config_layers(self.broker_id, self.static_configs),
             new_layers=fresh.config_layers(self.broker_id, self.static_configs),
         )
-        self._applied = fresh
         for topic, partition in removed:
             await self.replica_manager.remove_partition(topic, partition, delete=True)
         for state in changed:
             await self.replica_manager.apply_partition_state(state)
+        self._applied = fresh
 
     async def _update_group_ownership(self) -> None:
         """Groups follow the live broker set (``mirrorsim.broker.group.ownership``)."""

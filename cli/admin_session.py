@@ -13,6 +13,8 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from rich.console import Console
+
 from mirrorsim.broker.properties_file import load_properties
 from mirrorsim.cli.errors import abort
 from mirrorsim.cli.output import describe_error
@@ -21,6 +23,8 @@ from mirrorsim.protocol.errors import KafkaError
 
 T = TypeVar("T")
 CLIENT_ID = "mirrorsim-cli"
+NOTICE_AFTER_S = 1.5
+"""How long a command runs silently before saying what it is waiting for."""
 
 
 class CommandError(Exception):
@@ -50,6 +54,20 @@ def kafka_errors() -> Iterator[None]:
         abort(str(exc))
 
 
-def run(coroutine: Coroutine[Any, Any, T]) -> T:
+def run(coroutine: Coroutine[Any, Any, T], waiting_for: str | None = None) -> T:
+    """Run the command's cluster calls; past ``NOTICE_AFTER_S`` a status line on a
+    terminal's stderr says what they wait for (``waiting_for``), so an unreachable cluster
+    is not a silent minute. The line is transient: piped output stays clean."""
     with kafka_errors():
-        return asyncio.run(coroutine)
+        if waiting_for is None:
+            return asyncio.run(coroutine)
+        return asyncio.run(_with_notice(coroutine, waiting_for))
+
+
+async def _with_notice(coroutine: Coroutine[Any, Any, T], waiting_for: str) -> T:
+    task = asyncio.ensure_future(coroutine)
+    done, _ = await asyncio.wait({task}, timeout=NOTICE_AFTER_S)
+    if done:
+        return task.result()
+    with Console(stderr=True).status(f"waiting for {waiting_for}"):
+        return await task

@@ -15,10 +15,19 @@ from mirrorsim.compare.report import render_markdown, report_document, write_rep
 from mirrorsim.compare.scenario import ComparisonSettings, run_comparison
 from mirrorsim.compare.workload import Workload
 
+MIN_RECORDS = Workload().log_start_offset + 2
+"""The trimmed head, then at least one record the group has read and one it has not."""
+
 
 @click.command()
-@click.option("--records", default=1000, show_default=True, help="Records per partition.")
-@click.option("--partitions", default=2, show_default=True)
+@click.option(
+    "--records",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=MIN_RECORDS),
+    help=f"Records per partition (the first {MIN_RECORDS - 2} are deleted as by retention).",
+)
+@click.option("--partitions", default=2, show_default=True, type=click.IntRange(min=1))
 @click.option("--offset-lag-max", default=100, show_default=True, help="MM2's offset.lag.max.")
 @click.option(
     "--report",
@@ -31,7 +40,7 @@ def compare(records: int, partitions: int, offset_lag_max: int, report_dir: Path
     workload = Workload(
         partitions=partitions,
         records_per_partition=records,
-        consumed_per_partition=max(1, (records * 2) // 5 + 37),
+        consumed_per_partition=min(max(1, (records * 2) // 5 + 37), records - MIN_RECORDS + 1),
     )
     settings = ComparisonSettings(workload=workload, offset_lag_max=offset_lag_max)
     with tempfile.TemporaryDirectory(prefix="mirrorsim-compare-") as data_dir:

@@ -32,7 +32,13 @@ ENTITY_TYPES = {
     "mirrors": (ConfigResourceType.MIRROR, "mirror"),
 }
 USERS = "users"
-_STATIC_SOURCES = {ConfigSource.DEFAULT_CONFIG, ConfigSource.STATIC_BROKER_CONFIG}
+_OWN_SOURCES = {
+    ConfigResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
+    ConfigResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
+    ConfigResourceType.MIRROR: ConfigSource.UNKNOWN,
+}
+"""Without --all, only the entity's own values, as kafka-configs.sh filters them (a
+mirror's set values have no source of their own: UNKNOWN)."""
 _TOP_LEVEL_COMMA = re.compile(r",(?=[^\]]*(?:\[|$))")
 
 
@@ -73,56 +79,161 @@ def format_entry(entry: ConfigEntry) -> str:
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Property file containing configs to be passed to Admin Client.",
 )
-@click.option("--entity-type", type=click.Choice(sorted([*ENTITY_TYPES, USERS])), required=True)
-@click.option("--entity-name", required=True, help="Name of the entity (broker id for brokers).")
+@click.option(
+    "--entity-type",
+    type=click.Choice(sorted([*ENTITY_TYPES, USERS])),
+    help="Type of entity: topics, brokers, mirrors or users (implied by --topic and --broker).",
+)
+@click.option(
+    "--entity-name",
+    help="Name of the entity (broker id for brokers); without it --describe shows every "
+    "entity of the type.",
+)
+@click.option(
+    "--entity-default",
+    is_flag=True,
+    help="The cluster-wide default of brokers (dynamic configs every broker inherits).",
+)
+@click.option("--topic", help="The topic's name (--entity-type topics --entity-name TOPIC).")
+@click.option("--broker", help="The broker's id (--entity-type brokers --entity-name ID).")
 @click.option("--describe", is_flag=True, help="List configs for the given entity.")
 @click.option("--all", "all_configs", is_flag=True, help="With --describe, include defaults.")
 @click.option("--alter", is_flag=True, help="Alter the configuration for the entity.")
 @click.option("--add-config", help="Configs to add or update: k1=v1,k2=[v1,v2],k3=v3.")
+@click.option(
+    "--add-config-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A properties file of configs to add or update.",
+)
 @click.option("--delete-config", help="Config names to remove: k1,k2.")
 def configs(
     bootstrap_server: str,
     command_config: Path | None,
-    entity_type: str,
-    entity_name: str,
+    entity_type: str | None,
+    entity_name: str | None,
+    entity_default: bool,
+    topic: str | None,
+    broker: str | None,
     describe: bool,
     all_configs: bool,
     alter: bool,
     add_config: str | None,
+    add_config_file: Path | None,
     delete_config: str | None,
 ) -> None:
     """Describe or alter the configuration of a topic, broker, cluster mirror or user."""
     if describe == alter:
         abort("Command must include exactly one action: --describe, --alter")
-    if alter and not (add_config or delete_config):
-        abort("--alter requires --add-config or --delete-config")
-    if describe and (add_config or delete_config):
-        abort("--add-config and --delete-config can only be used with --alter")
+    adds = add_config or add_config_file
+    if alter and not (adds or delete_config):
+        abort("--alter requires --add-config, --add-config-file or --delete-config")
+    if describe and (adds or delete_config):
+        abort("--add-config, --add-config-file and --delete-config can only be used with --alter")
+    entity_type, entity_name = _entity(entity_type, entity_name, entity_default, topic, broker)
+    if alter and entity_name is None:
+        abort("an entity name must be specified with --alter")
     client_config = command_config_properties(command_config)
     if entity_type == USERS:
-        if alter:
-            added = parse_add_config(add_config or "")
-            deleted = parse_delete_config(delete_config or "")
-            alter_users(bootstrap_server, client_config, entity_name, added, deleted)
-        else:
-            describe_user(bootstrap_server, client_config, entity_name)
+        _users(bootstrap_server, client_config, entity_name, alter, add_config, delete_config)
         return
     resource_type, label = ENTITY_TYPES[entity_type]
-    resource = ConfigResource(resource_type, entity_name)
     if alter:
-        ops = [AlterConfigOp(k, v) for k, v in parse_add_config(add_config or "").items()]
+        added = parse_add_config(add_config or "")
+        if add_config_file is not None:
+            added |= command_config_properties(add_config_file)
+        ops = [AlterConfigOp(k, v) for k, v in added.items()]
         ops += [
             AlterConfigOp(k, None, AlterConfigOpType.DELETE)
             for k in parse_delete_config(delete_config or "")
         ]
+        resource = ConfigResource(resource_type, entity_name or "")
         run(_alter(bootstrap_server, client_config, resource, ops))
-        click.echo(f"Completed updating config for {label} {entity_name}.")
+        target = DEFAULT_BROKER_LABEL if entity_default else f"{label} {entity_name}"
+        click.echo(f"Completed updating {'default ' if entity_default else ''}config for {target}.")
         return
-    entries = run(_describe(bootstrap_server, client_config, resource))
-    shown = [e for e in entries if all_configs or e.source not in _STATIC_SOURCES]
-    click.echo(f"{'All' if all_configs else 'Dynamic'} configs for {label} {entity_name} are:")
-    for entry in sorted(shown, key=lambda e: e.name):
-        click.echo(format_entry(entry))
+    described = run(_describe(bootstrap_server, client_config, resource_type, entity_name))
+    own = (
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+        if entity_default
+        else _OWN_SOURCES[resource_type]
+    )
+    for name, entries in described.items():
+        shown = [e for e in entries if all_configs or e.source == own]
+        target = DEFAULT_BROKER_LABEL if entity_default else f"{label} {name}"
+        kind = "All" if all_configs else "Default" if entity_default else "Dynamic"
+        click.echo(f"{kind} configs for {target} are:")
+        for entry in sorted(shown, key=lambda e: e.name):
+            click.echo(format_entry(entry))
+
+
+DEFAULT_BROKER_LABEL = "brokers in the cluster"
+
+
+def _users(
+    bootstrap: str,
+    client_config: dict[str, str],
+    user: str | None,
+    alter: bool,
+    add_config: str | None,
+    delete_config: str | None,
+) -> None:
+    """SCRAM credentials of one user, as kafka-configs.sh --entity-type users manages them."""
+    if user is None:
+        abort("--entity-type users needs --entity-name")
+    if alter:
+        added = parse_add_config(add_config or "")
+        deleted = parse_delete_config(delete_config or "")
+        alter_users(bootstrap, client_config, user, added, deleted)
+    else:
+        describe_user(bootstrap, client_config, user)
+
+
+def _entity(
+    entity_type: str | None,
+    entity_name: str | None,
+    entity_default: bool,
+    topic: str | None,
+    broker: str | None,
+) -> tuple[str, str | None]:
+    """The entity type and name from Kafka's long form or its shortcuts (one of them)."""
+    given = [
+        (kind, name) for kind, name in (("topics", topic), ("brokers", broker)) if name is not None
+    ]
+    if entity_default:
+        given.append(("brokers", ""))
+    if entity_type is not None or entity_name is not None:
+        if entity_type is None:
+            abort("--entity-name needs --entity-type")
+        given.append((entity_type, entity_name))
+    if len(given) != 1:
+        abort(
+            "give exactly one entity: --entity-type [--entity-name], --entity-default, "
+            "--topic or --broker"
+        )
+    kind, name = given[0]
+    if entity_default and kind != "brokers":
+        abort("--entity-default applies to brokers only")
+    return kind, name
+
+
+async def _describe(
+    bootstrap: str, config: dict[str, str], resource_type: ConfigResourceType, name: str | None
+) -> dict[str, list[ConfigEntry]]:
+    """Each named entity's configs; every entity of the type when no name is given."""
+    async with Admin(bootstrap, config=config, client_id=CLIENT_ID) as admin:
+        names = [name] if name is not None else await _all_names(admin, resource_type)
+        resources = [ConfigResource(resource_type, n) for n in names]
+        described = await admin.describe_configs(resources) if resources else {}
+    return {r.name: list(described.get(r, {}).values()) for r in resources}
+
+
+async def _all_names(admin: Admin, resource_type: ConfigResourceType) -> list[str]:
+    if resource_type == ConfigResourceType.TOPIC:
+        return await admin.list_topics()
+    if resource_type == ConfigResourceType.BROKER:
+        cluster = await admin.describe_cluster()
+        return [str(b.node_id) for b in sorted(cluster.brokers, key=lambda b: b.node_id)]
+    return sorted(m.name for m in await admin.list_mirrors())
 
 
 async def _alter(
@@ -130,11 +241,3 @@ async def _alter(
 ) -> None:
     async with Admin(bootstrap, config=config, client_id=CLIENT_ID) as admin:
         (await admin.incremental_alter_configs({resource: ops})).all()
-
-
-async def _describe(
-    bootstrap: str, config: dict[str, str], resource: ConfigResource
-) -> list[ConfigEntry]:
-    async with Admin(bootstrap, config=config, client_id=CLIENT_ID) as admin:
-        described = await admin.describe_configs([resource])
-    return [entry for entries in described.values() for entry in entries.values()]

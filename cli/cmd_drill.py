@@ -12,6 +12,7 @@ from rich.table import Table
 
 from mirrorsim.cli.errors import abort
 from mirrorsim.drills import DrillResult, ScenarioError, builtin_scenarios, resolve, run_drill
+from mirrorsim.drills.report import ReportDirError, claim_report_dir
 
 
 @click.group()
@@ -33,7 +34,8 @@ def list_drills() -> None:
     "--report",
     "report_dir",
     type=click.Path(file_okay=False, path_type=Path),
-    help="Write report.md, report.json and timeline.png here.",
+    help="Write report.md, report.json and timeline.png here (a new or empty folder, or "
+    "an earlier report's).",
 )
 def run(name_or_file: str, report_dir: Path | None) -> None:
     """Run a built-in drill (by name) or a scenario file; exit 0 only if every check holds."""
@@ -41,11 +43,21 @@ def run(name_or_file: str, report_dir: Path | None) -> None:
         scenario = resolve(name_or_file)
     except ScenarioError as exc:
         abort(str(exc))
+    if report_dir is not None:
+        claim_or_abort(report_dir)
     console = Console(stderr=True)
     quiet_client_logs()
     result = asyncio.run(run_drill(scenario, report_dir, console=console))
     print_result(result)
     raise SystemExit(0 if result.passed else 1)
+
+
+def claim_or_abort(report_dir: Path) -> None:
+    """Refuse, before the drill runs, a report folder holding what a report did not write."""
+    try:
+        claim_report_dir(report_dir)
+    except ReportDirError as exc:
+        abort(str(exc))
 
 
 def quiet_client_logs() -> None:

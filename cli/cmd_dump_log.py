@@ -20,11 +20,22 @@ from mirrorsim.cli.log_dump import (
 @click.command(name="dump-log")
 @click.option(
     "--files",
-    "files",
+    "file_lists",
     multiple=True,
     required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Segment file(s) to dump (.log, .index, .timeindex); repeatable.",
+    help="REQUIRED: The comma separated list of data and index log files to be dumped "
+    "(.log, .index, .timeindex); repeatable.",
+)
+@click.option(
+    "--max-bytes",
+    type=click.IntRange(min=1),
+    help="Limit the amount of total batches read in bytes, avoiding reading the whole .log "
+    "file(s).",
+)
+@click.option(
+    "--skip-record-metadata",
+    is_flag=True,
+    help="Whether to skip printing metadata for each record.",
 )
 @click.option("--print-data-log", is_flag=True, help="Print the records' keys and payloads.")
 @click.option("--deep-iteration", is_flag=True, help="Print every record, not only batches.")
@@ -34,9 +45,18 @@ from mirrorsim.cli.log_dump import (
     help="Decode records of the __mirror_state topic (implies --print-data-log).",
 )
 def dump_log_command(
-    files: tuple[Path, ...], print_data_log: bool, deep_iteration: bool, mirror_state_decoder: bool
+    file_lists: tuple[str, ...],
+    max_bytes: int | None,
+    skip_record_metadata: bool,
+    print_data_log: bool,
+    deep_iteration: bool,
+    mirror_state_decoder: bool,
 ) -> None:
     """Dump the contents of log segment files, as kafka-dump-log.sh does."""
+    files = [Path(name) for names in file_lists for name in names.split(",") if name]
+    for path in files:
+        if not path.is_file():
+            abort(f"{path} is not a file")
     decoder = (
         Decoder.MIRROR_STATE
         if mirror_state_decoder
@@ -52,7 +72,14 @@ def dump_log_command(
         except OSError as exc:
             abort(f"cannot read {path}: {exc}")
         if path.suffix == ".log":
-            lines = dump_log(data, base_offset=base_offset, decoder=decoder, deep=deep_iteration)
+            lines = dump_log(
+                data,
+                base_offset=base_offset,
+                decoder=decoder,
+                deep=deep_iteration,
+                max_bytes=max_bytes,
+                skip_record_metadata=skip_record_metadata,
+            )
         elif path.suffix == ".index":
             lines = dump_offset_index(data, base_offset=base_offset)
         elif path.suffix == ".timeindex":

@@ -16,6 +16,7 @@ from mirrorsim.broker.cluster import (
     parse_cluster_specs,
 )
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.log_format import LOG_LEVELS, configure_logging
 from mirrorsim.broker.metadata.store import MetadataStoreUnavailable
 from mirrorsim.broker.supervisor import BrokerStartError, ProcessCluster
 from mirrorsim.cli.errors import abort
@@ -82,8 +83,21 @@ async def _main(specs: list[ClusterSpec], processes: bool) -> None:
     "(repeatable; instead of --config).",
 )
 @click.option("--processes", is_flag=True, help="Run each broker as its own OS process.")
-def up(config_file: Path | None, properties_files: tuple[Path, ...], processes: bool) -> None:
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    default="INFO",
+    show_default=True,
+    help="Broker log lines on stderr from this level up (in-process brokers).",
+)
+def up(
+    config_file: Path | None,
+    properties_files: tuple[Path, ...],
+    processes: bool,
+    log_level: str,
+) -> None:
     """Start the clusters of the config and run until interrupted."""
+    configure_logging(log_level)
     if config_file and properties_files:
         abort("give either --config or --server-properties, not both")
     try:

@@ -25,6 +25,8 @@ from mirrorsim.verify.job import LEVELS, read_cluster, read_segments, verify_log
 from mirrorsim.verify.live_offsets import CommittedOffsets, read_committed_offsets
 from mirrorsim.verify.progress import SparkProgress
 from mirrorsim.verify.render import failures_table, partitions_table
+from mirrorsim.verify.replicas import broker_dirs, choose_replicas
+from mirrorsim.verify.segments import discover_partitions
 from mirrorsim.verify.session import LOCAL_MASTER, verification_session
 
 # Wide enough that a piped or captured table keeps every column readable.
@@ -106,6 +108,9 @@ def verify(
     except (ValueError, OSError) as error:
         abort(str(error))
     console = Console(stderr=True)
+    for option, directory in (("--source-dir", source_dir), ("--destination-dir", destination_dir)):
+        if directory is not None:
+            _announce_replicas(option, directory, topic, console)
     with console.status("starting Spark") as status:
         if groups is not None:
             status.update("reading committed offsets")
@@ -166,6 +171,26 @@ def _mode(
             "or --source-dir and --destination-dir (data dirs)"
         )
     return clusters
+
+
+def _announce_replicas(option: str, directory: Path, topic: str | None, out: Console) -> None:
+    """Say which replica each partition of a cluster data dir is read from; refuse a dir
+    that holds no partition at all."""
+    if not broker_dirs(directory) and discover_partitions(directory, topic):
+        return
+    chosen = choose_replicas(directory, topic)
+    if not chosen:
+        matching = " matching --topic" if topic else ""
+        abort(
+            f"{option} {directory}: no partition folders (<topic>-<partition>){matching}, "
+            "neither here nor in broker-<id>/ folders"
+        )
+    for replica in chosen:
+        out.print(
+            f"{option}: {replica.topic_partition} from broker-{replica.broker_id} "
+            f"(longest of {replica.replicas} replica(s), log end offset {replica.log_end_offset})",
+            highlight=False,
+        )
 
 
 @contextlib.contextmanager

@@ -25,7 +25,10 @@ from mirrorsim.cli.mirror_actions import (
 from mirrorsim.cli.output import describe_error, echo_json, kafka_list, table
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import MirrorDescription, MirrorListing, Results
+from mirrorsim.client.config import ClientConfig
 
+API_TIMEOUT = "default.api.timeout.ms"
+DEFAULT_TIMEOUT_MS = ClientConfig.default_api_timeout_ms
 LIST_HEADER = ("MIRROR", "TOPICS", "CLUSTER-ID", "BOOTSTRAP-SERVER")
 DESCRIBE_HEADER = (
     "MIRROR",
@@ -168,6 +171,14 @@ def choose_action(flags: dict[str, bool], options: dict[str, Any]) -> str:
     metavar="<String: topic>",
     help="Topic name or regex pattern to match topics (e.g., 'my-topic' or 'test-.*').",
 )
+@click.option(
+    "--timeout",
+    "timeout_ms",
+    type=click.IntRange(min=1),
+    metavar="<Long: timeout (ms)>",
+    help="How long to wait for the cluster before giving up (default.api.timeout.ms, "
+    f"default {DEFAULT_TIMEOUT_MS}).",
+)
 @click.version_option(package_name="mirrorsim", help="Display the version.")
 @click.help_option("--help", help="Print usage information.")
 def main(
@@ -177,6 +188,7 @@ def main(
     mirror_config: Path | None,
     topic: str | None,
     replication_factor: int | None,
+    timeout_ms: int | None,
     as_json: bool,
     list_: bool,
     **flags: bool,
@@ -193,8 +205,14 @@ def main(
         with kafka_errors():
             options["topic"] = TopicPattern(topic)
     admin_config = _read_properties(command_config)
+    if timeout_ms is not None:
+        admin_config[API_TIMEOUT] = str(timeout_ms)
     mirror_properties = _read_properties(mirror_config)
-    outcome = run(_perform(action, bootstrap_server, admin_config, options, mirror_properties))
+    patience = admin_config.get(API_TIMEOUT, str(DEFAULT_TIMEOUT_MS))
+    outcome = run(
+        _perform(action, bootstrap_server, admin_config, options, mirror_properties),
+        waiting_for=f"{bootstrap_server} to answer (gives up after {patience} ms, see --timeout)",
+    )
     _print(action, mirror, outcome, as_json)
 
 

@@ -61,12 +61,24 @@ def base_offset_of(file_name: str) -> int:
     return int(stem) if stem.isdigit() else 0
 
 
-def dump_log(data: bytes, *, base_offset: int, decoder: Decoder, deep: bool) -> Iterator[str]:
+def dump_log(
+    data: bytes,
+    *,
+    base_offset: int,
+    decoder: Decoder,
+    deep: bool,
+    max_bytes: int | None = None,
+    skip_record_metadata: bool = False,
+) -> Iterator[str]:
+    """kafka-dump-log.sh's lines for a ``.log`` file. With ``max_bytes`` only the batches
+    within the first ``max_bytes`` bytes are read, and (as in Kafka) the trailing-bytes
+    warning is left out unless the limit covers the whole file."""
     yield f"Log starting offset: {base_offset}"
+    limit = len(data) if max_bytes is None else min(max_bytes, len(data))
     position = 0
-    while position < len(data):
+    while position < limit:
         size = peek_batch_size(data, position)
-        if size is None or size < HEADER_SIZE or position + size > len(data):
+        if size is None or size < HEADER_SIZE or position + size > limit:
             break
         try:
             batch = RawBatch.from_bytes(data[position : position + size])
@@ -74,9 +86,9 @@ def dump_log(data: bytes, *, base_offset: int, decoder: Decoder, deep: bool) -> 
             break
         yield batch_line(batch, position)
         if deep or decoder is not Decoder.NONE:
-            yield from record_lines(batch, decoder)
+            yield from record_lines(batch, decoder, skip_metadata=skip_record_metadata)
         position += size
-    if position < len(data):
+    if position < len(data) and limit == len(data):
         yield f"Found {len(data) - position} invalid bytes at the end of the file"
 
 
@@ -101,7 +113,11 @@ def batch_line(batch: RawBatch, position: int) -> str:
     )
 
 
-def record_lines(batch: RawBatch, decoder: Decoder) -> Iterator[str]:
+def record_lines(
+    batch: RawBatch, decoder: Decoder, *, skip_metadata: bool = False
+) -> Iterator[str]:
+    """One line per record; ``skip_metadata`` leaves only the control text or the key and
+    payload (Kafka's ``--skip-record-metadata``)."""
     try:
         records = decode_records(batch)
     except CorruptRecordError as exc:
@@ -111,7 +127,9 @@ def record_lines(batch: RawBatch, decoder: Decoder) -> Iterator[str]:
     timestamp_name = TIMESTAMP_TYPE_NAMES[batch.timestamp_type]
     for record in records:
         line = (
-            f"| offset: {record.offset} {timestamp_name}: {record.timestamp} "
+            ""
+            if skip_metadata
+            else f"| offset: {record.offset} {timestamp_name}: {record.timestamp} "
             f"keySize: {_size(record.key)} valueSize: {_size(record.value)} "
             f"sequence: {_sequence(batch, record)} "
             f"headerKeys: [{','.join(name for name, _ in record.headers)}]"

@@ -6,6 +6,8 @@ import importlib
 
 import click
 
+from mirrorsim.cli.errors import OneLineErrors
+
 # command name -> "module:attribute"; modules are imported only when the command runs.
 COMMANDS: dict[str, str] = {
     "acls": "mirrorsim.cli.cmd_acls:acls",
@@ -16,12 +18,13 @@ COMMANDS: dict[str, str] = {
     "drill": "mirrorsim.cli.cmd_drill:drill",
     "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
     "features": "mirrorsim.cli.cmd_features:features",
+    "topics": "mirrorsim.cli.cmd_topics:topics",
     "up": "mirrorsim.cli.cmd_up:up",
     "verify": "mirrorsim.cli.cmd_verify:verify",
 }
 
 
-class LazyGroup(click.Group):
+class LazyGroup(OneLineErrors):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(COMMANDS)
 

@@ -19,9 +19,11 @@ from mirrorsim.broker.config import (
     MIRROR_NAME,
     MIRROR_STOP_REASON,
     TOPIC_CONFIGS,
+    ConfigError,
     topic_name_error,
 )
 from mirrorsim.broker.metadata.controller import NewTopicRequest
+from mirrorsim.broker.metadata.mirror_configs import validate_mirror_configs
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.client.cluster import RequestSpec
@@ -91,13 +93,10 @@ class MirrorLifecycle:
         problem = mirror_name_error(name)
         if problem:
             raise KafkaError(ErrorCode.INVALID_MIRROR_NAME, problem)
-        missing = [k for k, v in configs.items() if v is None]
-        if missing:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, f"Null value for mirror config {missing[0]}")
-        if not configs.get(BOOTSTRAP_SERVERS):
-            raise KafkaError(
-                ErrorCode.INVALID_CONFIG, f"Mirror config {BOOTSTRAP_SERVERS} is required"
-            )
+        try:
+            validate_mirror_configs(configs)
+        except ConfigError as exc:
+            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         await self._coordinator.state_topic.ensure_created()
         try:
             await asyncio.to_thread(self._broker.store.create_mirror, name, dict(configs))

@@ -24,6 +24,33 @@ HEADLINES = (
 )
 
 
+REPORT_FILES = frozenset({"report.json", "report.md", "timeline.png", "verification.json"})
+"""Every file a report may hold: a folder with anything else is not a drill report."""
+
+
+class ReportDirError(Exception):
+    """The report folder holds something a drill report did not write."""
+
+
+def claim_report_dir(directory: Path) -> None:
+    """Make ``directory`` ready for a new report without deleting anything a user owns:
+    a missing or empty folder is used as is, an earlier report's files are removed, and
+    a folder holding anything else (or a file of that name) raises ``ReportDirError``."""
+    if not directory.exists():
+        return
+    if not directory.is_dir():
+        raise ReportDirError(f"{directory} exists and is not a directory")
+    foreign = sorted(p.name for p in directory.iterdir() if p.name not in REPORT_FILES)
+    if foreign:
+        raise ReportDirError(
+            f"{directory} is not empty and holds files no drill report writes "
+            f"({', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+            "choose a new or empty folder"
+        )
+    for name in REPORT_FILES:
+        (directory / name).unlink(missing_ok=True)
+
+
 def public_results(results: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in results.items() if not k.startswith("_")}
 

@@ -64,9 +64,19 @@ def load_scenario(path: str | Path) -> Scenario:
     path = Path(path)
     try:
         document = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as exc:
-        raise ScenarioError(f"{path}: {exc}") from None
+    except OSError as exc:
+        raise ScenarioError(f"{path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"{path}: {_yaml_problem(exc)}") from None
     return parse_scenario(document, origin=str(path))
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """PyYAML's multi-line report as one line: the problem and where (1-based)."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem_mark is not None:
+        mark = exc.problem_mark
+        return f"{exc.problem} at line {mark.line + 1}, column {mark.column + 1}"
+    return " ".join(str(exc).split())
 
 
 def parse_scenario(document: Any, *, origin: str = "scenario") -> Scenario:

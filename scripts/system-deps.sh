@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages and npm modules the interop, PostgreSQL and Prometheus tests use.
+# Installs the Debian packages and npm modules the interop, PostgreSQL and Prometheus tests use
+# (the prometheus package brings promtool, which lints a scrape).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()

@@ -1,7 +1,7 @@
 """``mirrorsim-segments``: a Spark data source over a data dir in Kafka's layout.
 
     spark.read.format("mirrorsim-segments")
-        .option("path", "/data/primary/broker-1")
+        .option("path", "/data/primary/broker-1")   # or a cluster's /data/primary
         .option("view", "batches")          # or "records"
         .option("topic", "orders|payments")  # regex on the topic name, full match
         .option("startOffset", "100")        # offsets [startOffset, endOffset)
@@ -10,8 +10,10 @@
 
 Each Spark input partition is one segment of one topic partition, so a partition with
 many segments is read in parallel and an offset range opens only the segments that can
-hold it. Filters on ``topic``, ``partition`` and the offset column (``base_offset`` in
-the batch view, ``offset`` in the record view) are pushed down.
+hold it. Given a cluster data dir (``broker-<id>/`` folders), each partition is read
+from its longest replica (``replicas.py``). Filters on ``topic``, ``partition`` and the
+offset column (``base_offset`` in the batch view, ``offset`` in the record view) are
+pushed down.
 """
 
 from __future__ import annotations
@@ -24,12 +26,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, Filter, InputPa
 from pyspark.sql.types import StructType
 
 from mirrorsim.verify.pushdown import Pushdown
-from mirrorsim.verify.segments import (
-    Segment,
-    discover_partitions,
-    list_segments,
-    read_batches,
-)
+from mirrorsim.verify.replicas import partition_dirs
+from mirrorsim.verify.segments import Segment, list_segments, read_batches
 from mirrorsim.verify.views import (
     BATCH_SCHEMA,
     RECORD_SCHEMA,
@@ -80,7 +78,7 @@ class SegmentReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         start, end = self._segment_range()
         partitions = []
-        for directory in discover_partitions(self.path, self.topic_pattern):
+        for directory in partition_dirs(self.path, self.topic_pattern):
             segments = list_segments(directory)
             for segment in segments:
                 topic_partition = segment.topic_partition

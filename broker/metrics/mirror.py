@@ -195,9 +195,9 @@ class _LiveStateCollector(Collector):
         for name, doc, value in (
             ("max_lag", "Max lag in messages behind the source leaders.", max_lag),
             ("min_fetch_rate", "Min fetch rate of the mirror fetchers.", view.min_fetch_rate),
-            ("dead_thread_count", "Mirror fetchers that died.", view.dead_thread_count),
+            ("dead_threads", "Mirror fetchers that died.", view.dead_thread_count),
             (
-                "failed_partitions_count",
+                "failed_partitions",
                 "Partitions failed (auth, authorization, network...).",
                 view.failed_partitions_count,
             ),

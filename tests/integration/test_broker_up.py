@@ -63,7 +63,7 @@ metadata_url = "sqlite:///{tmp_path / "backup.db"}"
     result = CliRunner().invoke(up, ["--config", str(config)])
     watcher.join()
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines() == [
+    assert result.stdout.splitlines() == [
         f"cluster primary ready bootstrap=127.0.0.1:{primary}",
         f"cluster backup ready bootstrap=127.0.0.1:{backup}",
         "all clusters stopped",

@@ -116,8 +116,8 @@ async def test_mirror_metrics_read_live_state_at_scrape_time(
     samples = await scrape(broker.metrics.port)
     client = (("client_id", "MirrorReplica"),)
     assert samples[("kafka_server_mirror_max_lag", client)] == 3
-    assert samples[("kafka_server_mirror_failed_partitions_count", client)] == 1
-    assert samples[("kafka_server_mirror_dead_thread_count", client)] == 0
+    assert samples[("kafka_server_mirror_failed_partitions", client)] == 1
+    assert samples[("kafka_server_mirror_dead_threads", client)] == 0
     assert (
         samples[
             (

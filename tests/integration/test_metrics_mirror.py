@@ -101,8 +101,8 @@ async def test_lag_states_and_bytes_follow_live_mirroring(
         assert samples[("kafka_server_mirror_max_lag", MANAGER)] == PENDING
         assert samples[("kafka_server_mirror_paused_partition_state", ())] == 1
         assert samples[("kafka_server_mirror_mirroring_partition_state", ())] == 1
-        assert samples[("kafka_server_mirror_failed_partitions_count", MANAGER)] == 0
-        assert samples[("kafka_server_mirror_dead_thread_count", MANAGER)] == 0
+        assert samples[("kafka_server_mirror_failed_partitions", MANAGER)] == 0
+        assert samples[("kafka_server_mirror_dead_threads", MANAGER)] == 0
         assert samples[("kafka_server_mirror_min_fetch_rate", MANAGER)] > 0
 
         copied_up_to = batches_of(destination, "payments", 0)[-1].last_offset
@@ -140,7 +140,7 @@ async def test_a_fetcher_that_dies_is_counted(
 
     async def dead_threads() -> float:
         samples = await scrape(broker_of(destination).metrics.port)
-        return samples[("kafka_server_mirror_dead_thread_count", MANAGER)]
+        return samples[("kafka_server_mirror_dead_threads", MANAGER)]
 
     assert await wait_for(dead_threads, timeout=20, message="a dead fetcher") == 1
 
@@ -159,6 +159,6 @@ async def test_a_failed_partition_is_counted(
     await add_to_mirror(source, destination, ["orders"])
     await wait_for(lambda: mirror_state(destination, "orders", 0) == "FAILED", timeout=20)
     samples = await scrape(broker_of(destination).metrics.port)
-    assert samples[("kafka_server_mirror_failed_partitions_count", MANAGER)] == 1
+    assert samples[("kafka_server_mirror_failed_partitions", MANAGER)] == 1
     assert samples[("kafka_server_mirror_failed_partition_state", ())] == 1
     assert samples[("kafka_server_mirror_mirroring_partition_state", ())] == 0

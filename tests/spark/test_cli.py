@@ -102,6 +102,35 @@ def test_topic_filter_and_stop_offsets_make_it_pass(
     assert "clicks" not in out
 
 
+def test_a_cluster_data_dir_is_read_from_each_partitions_longest_replica(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    cluster, destination = tmp_path / "cluster", tmp_path / "destination"
+    batches = make_batches(6)
+    write_partition(cluster / "broker-1", "orders", 0, batches[:3])
+    write_partition(cluster / "broker-2", "orders", 0, batches)
+    write_partition(cluster / "broker-3", "orders", 1, batches)
+    write_partition(destination, "orders", 0, batches)
+    write_partition(destination, "orders", 1, batches)
+
+    result = CliRunner().invoke(
+        verify,
+        [
+            "--master",
+            "local[2]",
+            "--source-dir",
+            str(cluster),
+            "--destination-dir",
+            str(destination),
+        ],
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "converged: 0 unexpected, 0 expected divergence(s)" in result.stdout
+    assert "--source-dir: orders-0 from broker-2 (longest of 2 replica(s)" in result.stderr
+    assert "--source-dir: orders-1 from broker-3 (longest of 1 replica(s)" in result.stderr
+
+
 def test_bad_stop_offsets_file_is_a_user_error(
     spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from click.testing import CliRunner
+
 from mirrorsim.cli.log_dump import (
     Decoder,
     base_offset_of,
@@ -11,6 +13,7 @@ from mirrorsim.cli.log_dump import (
     dump_offset_index,
     dump_time_index,
 )
+from mirrorsim.cli.main import cli
 from mirrorsim.protocol.messages.mirror_state_records import (
     MirrorPartitionStateKey,
     MirrorPartitionStateValue,
@@ -169,3 +172,40 @@ def test_index_files() -> None:
 def test_base_offset_comes_from_the_file_name() -> None:
     assert base_offset_of("00000000000000000042.log") == 42
     assert base_offset_of("leader-epoch-checkpoint") == 0
+
+
+def test_the_command_takes_kafkas_comma_list_max_bytes_and_skips_record_metadata(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "00000000000000000000.log"
+    log.write_bytes(mirror_state_segment())
+    index = tmp_path / "00000000000000000000.index"
+    index.write_bytes(b"")
+
+    both = CliRunner().invoke(cli, ["dump-log", "--files", f"{log},{index}"])
+    assert both.exit_code == 0, both.output
+    assert both.stdout.splitlines() == [
+        f"Dumping {log}",
+        SPEC_SAMPLE[0],
+        SPEC_SAMPLE[1],
+        SPEC_SAMPLE[3],
+        f"Dumping {index}",
+    ]
+
+    first_batch = CliRunner().invoke(cli, ["dump-log", "--files", str(log), "--max-bytes", "150"])
+    assert first_batch.stdout.splitlines() == [f"Dumping {log}", SPEC_SAMPLE[0], SPEC_SAMPLE[1]]
+
+    contents = CliRunner().invoke(
+        cli,
+        ["dump-log", "--files", str(log), "--mirror-state-decoder", "--skip-record-metadata"],
+    )
+    assert contents.stdout.splitlines()[3] == (
+        ' key: {"type":"2","data":{"mirrorName":"my-mirror"}} '
+        'payload: {"version":"0","data":{"topicName":"my-topic","partition":0,"state":0}}'
+    )
+
+    missing = CliRunner().invoke(cli, ["dump-log", "--files", f"{log},{tmp_path / 'nope.log'}"])
+    assert (missing.exit_code, missing.stderr) == (
+        1,
+        f"Error: {tmp_path / 'nope.log'} is not a file\n",
+    )
