@@ -34,9 +34,13 @@ CLUSTER_CONFIGS: dict[str, object] = {
     "mirror.metadata.refresh.interval.ms": 200,
     "metadata.refresh.interval.ms": 100,
     "mirror.topic.replication.factor": 1,
+    "mirror.topic.num.partitions": 3,
+    "transaction.state.log.num.partitions": 3,
+    "offsets.topic.num.partitions": 3,
     "broker.heartbeat.interval.ms": 100,
     "broker.session.timeout.ms": 1500,
     "group.initial.rebalance.delay.ms": 0,
+    "shutdown.drain.timeout.ms": 200,
 }
 
 

@@ -48,7 +48,7 @@ from mirrorsim.drills.polling import DrillTimeout, wait_until
 from mirrorsim.drills.steps.checks import read_all
 
 SETTLED = {"MIRRORING", "PAUSED", "STOPPED", "FAILED", None}
-SYNC_WINDOW_S = 1.5
+SYNC_WINDOW_S = 1.0
 """How long granted ACLs and configs must survive: several sync cycles at the explorer's
 ``mirror.metadata.refresh.interval.ms``."""
 

@@ -37,7 +37,7 @@ from mirrorsim.drills.chaos.journal import (
 )
 from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
 from mirrorsim.drills.chaos.observe import PARTITION, log_end, mirror_state, read_log
-from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster, ProcessDrillCluster
+from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
 from mirrorsim.protocol.errors import KafkaError
@@ -48,7 +48,11 @@ SETTLE_S = 20.0
 RACE_ATTEMPTS = 30
 """Produce attempts right after a remove, until one is acknowledged or STOPPED is seen."""
 MIRROR_CONFIGS = {"default.api.timeout.ms": "5000", "request.timeout.ms": "3000"}
+ADD_RETRY_S = 3.0
+"""An add is asked again (a broker that has not yet seen a new mirror closes the
+connection) for this long; unanswered, it may still land later."""
 REFUSALS = (KafkaError, OSError, TimeoutError, DrillTimeout)
+CHAOS_ADMIN = {"default.api.timeout.ms": "3000", "request.timeout.ms": "2000"}
 
 
 def journal(ctx: DrillContext) -> ChaosJournal:
@@ -69,7 +73,7 @@ def _begin(ctx: DrillContext, *clusters: str) -> ChaosJournal | None:
 
 
 def _admin(cluster: DrillCluster) -> Admin:
-    return Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN, client_id="mirrorsim-chaos")
+    return Admin(bootstrap=cluster.bootstrap, config=CHAOS_ADMIN, client_id="mirrorsim-chaos")
 
 
 async def _wait_state(
@@ -153,11 +157,13 @@ async def _add(
             (await admin.add_topics_to_mirror(mirror, [topic])).all()
         return True
 
-    entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     try:
-        await wait_until(added, 5.0, f"{topic} added to {mirror}")
+        await wait_until(added, ADD_RETRY_S, f"{topic} added to {mirror}")
     except DrillTimeout:
         entry.refused += 1
+        entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic, False))
+        return
+    entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
 
 
