@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mirrorsim.client.admin_types import AclBindingFilter, ResourceType
 from mirrorsim.drills.chaos.journal import Divergence, Violation
-from mirrorsim.drills.chaos.schedule import CLUSTERS, FAULTS, Schedule
+from mirrorsim.drills.chaos.schedule import BROKERS, CLUSTERS, FAULTS, Schedule
 from mirrorsim.drills.chaos.shrink import ddmin
 from mirrorsim.drills.chaos.steps import REFUSALS, _admin
 from mirrorsim.drills.clusters import DrillCluster
@@ -106,7 +106,7 @@ class Exploration:
 class Explorer:
     """Two clusters, ``a`` and ``b``, kept across schedules."""
 
-    def __init__(self, *, processes: bool = False, brokers: int = 1) -> None:
+    def __init__(self, *, processes: bool = False, brokers: int = len(BROKERS)) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
         self.mode = "processes" if processes else "in-process"
         self.clusters = {

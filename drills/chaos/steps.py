@@ -132,7 +132,14 @@ async def chaos_setup(
         return
     async with _admin(ctx.cluster(source)) as admin:
         (await admin.create_topics([NewTopic(topic, 1, -1)])).all()
-    await _produce(ctx, entry, source, topic, records)
+    async with ClusterClient(
+        ctx.cluster(source).bootstrap, client_id="chaos-setup", config=CLIENT_CONFIG
+    ) as client:
+        await wait_until(
+            lambda: _acknowledge(ctx, entry, client, source, topic, records),
+            SETTLE_S,
+            f"the first records of {topic} acknowledged",
+        )
     await _start_mirror(ctx, entry, destination, mirror, source, topic)
     await _wait_state(entry, ctx.cluster(destination), topic, {"MIRRORING"}, "setup")
 
@@ -378,10 +385,23 @@ async def chaos_outage(ctx: DrillContext, entry: ChaosJournal, cluster: str) -> 
 
 
 async def chaos_restore(ctx: DrillContext, cluster: str) -> None:
-    """Start the brokers of ``cluster`` that are down."""
+    """Start the brokers of ``cluster`` that are down (after an outage or a broker
+    down)."""
     journal(ctx).step += 1
     await ctx.cluster(cluster).restart()
     ctx.mark("chaos restore", cluster)
+
+
+@_counted
+async def chaos_broker_down(
+    ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int
+) -> None:
+    """``broker`` stops without a controlled shutdown and stays down until a restore:
+    a partial outage, in which the cluster answers Metadata but whatever that broker
+    led (a ``__mirror_state`` partition, say) cannot answer."""
+    await ctx.cluster(cluster).kill_broker(broker)
+    entry.faults += 1
+    ctx.mark("chaos broker down", f"{cluster} broker {broker}")
 
 
 @_counted
@@ -424,5 +444,6 @@ STEPS = {
     "chaos_outage": chaos_outage,
     "chaos_restore": chaos_restore,
     "chaos_restart": chaos_restart,
+    "chaos_broker_down": chaos_broker_down,
     "chaos_freeze": chaos_freeze,
 }
