@@ -47,3 +47,14 @@ def restartable_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def restartable_base(count: int, host: str = "127.0.0.1") -> int:
+    """The first of ``count`` consecutive free ports below the ephemeral range (for a
+    cluster whose broker k listens on base + k - 1); 0 (any free port) if none is found."""
+    high = ephemeral_low()
+    if high - LOWEST_CANDIDATE > ATTEMPTS + count:
+        for base in random.sample(range(LOWEST_CANDIDATE, high - count), ATTEMPTS):
+            if all(_bindable(host, base + k) for k in range(count)):
+                return base
+    return 0

@@ -3,7 +3,8 @@
 In process there is no SIGKILL: a killed broker stops without a controlled shutdown, so
 its leaderships are not handed over first and the controller re-elects only once it sees
 the broker gone. Its log stays on disk as written, and a restart opens the same data
-directory (recovery runs as after a crash). A restarted broker binds the port it had,
+directory (recovery runs as after a crash). A restarted broker binds the port it had
+(ports below the kernel's ephemeral range, so no client connection takes it meanwhile),
 so mirrors that name it in ``bootstrap.servers`` reach it again, as they would a host
 that comes back.
 
@@ -21,10 +22,11 @@ import contextlib
 import signal
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.broker.ports import restartable_base
 from mirrorsim.broker.server import Broker
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
@@ -130,8 +132,8 @@ class DrillCluster(ABC):
 class InProcessCluster(DrillCluster):
     def __init__(self, definition: ClusterDef, data_dir: Path) -> None:
         super().__init__(definition, data_dir)
+        self.spec = replace(self.spec, port=restartable_base(definition.brokers, self.spec.host))
         self.runner = ClusterRunner(self.spec)
-        self._ports: dict[int, int] = {}
 
     @property
     def running(self) -> bool:
@@ -156,7 +158,6 @@ class InProcessCluster(DrillCluster):
 
     async def start(self) -> None:
         await self.runner.start()
-        self._ports.update({b.broker_id: b.port for b in self.runner.brokers})
 
     async def stop(self) -> None:
         await self.runner.stop()
@@ -180,13 +181,12 @@ class InProcessCluster(DrillCluster):
         broker = Broker(
             broker_id=broker_id,
             host=self.spec.host,
-            port=self._ports.get(broker_id, 0),
+            port=self.spec.broker_port(broker_id),
             data_dir=self.broker_data_dir(broker_id),
             metadata_url=self.spec.effective_metadata_url,
             configs=self.spec.configs,
         )
         await broker.start()
-        self._ports[broker_id] = broker.port
         self.runner.brokers.append(broker)
         self.runner.brokers.sort(key=lambda b: b.broker_id)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from mirrorsim.client.admin_types import AclBindingFilter, ResourceType
 from mirrorsim.drills.chaos.journal import Divergence, Violation
-from mirrorsim.drills.chaos.schedule import CLUSTERS, FAULTS, Schedule
+from mirrorsim.drills.chaos.schedule import BROKERS, CLUSTERS, FAULTS, Schedule
 from mirrorsim.drills.chaos.shrink import ddmin
 from mirrorsim.drills.chaos.steps import REFUSALS, _admin
 from mirrorsim.drills.clusters import DrillCluster
@@ -34,9 +34,13 @@ CLUSTER_CONFIGS: dict[str, object] = {
     "mirror.metadata.refresh.interval.ms": 200,
     "metadata.refresh.interval.ms": 100,
     "mirror.topic.replication.factor": 1,
+    "mirror.topic.num.partitions": 3,
+    "transaction.state.log.num.partitions": 3,
+    "offsets.topic.num.partitions": 3,
     "broker.heartbeat.interval.ms": 100,
     "broker.session.timeout.ms": 1500,
     "group.initial.rebalance.delay.ms": 0,
+    "shutdown.drain.timeout.ms": 200,
 }
 
 
@@ -102,7 +106,7 @@ class Exploration:
 class Explorer:
     """Two clusters, ``a`` and ``b``, kept across schedules."""
 
-    def __init__(self, *, processes: bool = False, brokers: int = 1) -> None:
+    def __init__(self, *, processes: bool = False, brokers: int = len(BROKERS)) -> None:
         self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
         self.mode = "processes" if processes else "in-process"
         self.clusters = {

@@ -21,8 +21,10 @@ must settle within the stated bound; a mirror that still mirrors must catch up. 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
+import time
 
 from mirrorsim.client.admin_types import AclBindingFilter, ConfigResource, ConfigResourceType
 from mirrorsim.client.admin_types import ResourceType as AclResourceType
@@ -40,7 +42,7 @@ from mirrorsim.drills.chaos.journal import (
     Grant,
     MirrorStart,
 )
-from mirrorsim.drills.chaos.observe import LogRecords, mirror_state, read_log
+from mirrorsim.drills.chaos.observe import LogRecords, log_end, mirror_state, read_log
 from mirrorsim.drills.chaos.steps import REFUSALS, SETTLE_S, _admin, journal
 from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import DrillContext
@@ -48,7 +50,8 @@ from mirrorsim.drills.polling import DrillTimeout, wait_until
 from mirrorsim.drills.steps.checks import read_all
 
 SETTLED = {"MIRRORING", "PAUSED", "STOPPED", "FAILED", None}
-SYNC_WINDOW_S = 1.5
+QUIET_S = 1.0
+SYNC_WINDOW_S = 1.0
 """How long granted ACLs and configs must survive: several sync cycles at the explorer's
 ``mirror.metadata.refresh.interval.ms``."""
 
@@ -61,7 +64,7 @@ async def chaos_check(ctx: DrillContext) -> None:
         await cluster.restart()
     logs: dict[tuple[str, str], LogRecords] = {}
     await _settle(ctx, entry)
-    await _check_grants(ctx, entry)
+    await asyncio.gather(_quiet(ctx, entry), _check_grants(ctx, entry))
     for cluster, topic in sorted(_touched(entry)):
         with contextlib.suppress(*REFUSALS, KeyError):
             logs[(cluster, topic)] = await read_log(ctx.cluster(cluster), topic)
@@ -108,6 +111,30 @@ async def _settle(ctx: DrillContext, entry: ChaosJournal) -> None:
             with contextlib.suppress(*REFUSALS):
                 state = await mirror_state(cluster, start.topic)
             entry.violate(SETTLES, f"{start.topic} on {start.cluster} still {state} at the end")
+
+
+async def _quiet(ctx: DrillContext, entry: ChaosJournal) -> None:
+    """Wait until the states and log ends of every touched topic stay unchanged for
+    ``QUIET_S``: a settled state can still be followed by a cut once a source answers
+    again (it retries every few hundred milliseconds), and the logs are read after it."""
+    previous: object = None
+    since = time.monotonic()
+
+    async def stable() -> bool:
+        nonlocal previous, since
+        now = [
+            (await mirror_state(ctx.cluster(c), t), await log_end(ctx.cluster(c), t))
+            for c, t in sorted(_touched(entry))
+        ]
+        if now != previous:
+            previous, since = now, time.monotonic()
+            return False
+        return time.monotonic() - since >= QUIET_S
+
+    try:
+        await wait_until(stable, SETTLE_S, "states and log ends unchanged")
+    except DrillTimeout:
+        entry.violate(SETTLES, "states or log ends still changing at the end")
 
 
 def _check_acks(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
@@ -214,8 +241,11 @@ async def _check_copy(
     source = ctx.cluster(start.source)
 
     async def caught_up() -> tuple[LogRecords, LogRecords] | None:
-        theirs = await read_log(source, start.topic)
-        ours = await read_log(destination, start.topic)
+        try:
+            theirs = await read_log(source, start.topic)
+            ours = await read_log(destination, start.topic)
+        except KeyError:  # no leader in this process yet: a broker is just back
+            return None
         if stop is None and ours.log_end != theirs.log_end:
             return None
         return theirs, ours

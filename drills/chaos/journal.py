@@ -59,6 +59,8 @@ class MirrorStart:
     mirror: str
     source: str
     topic: str
+    confirmed: bool = True
+    """False when the add was not answered in time: it may still land later."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +112,20 @@ class ChaosJournal:
             self.violations.append(violation)
 
     def started_after(self, cluster: str, topic: str, step: int) -> bool:
-        """Whether a mirror started copying ``topic`` into ``cluster`` after ``step``."""
-        return any(s.cluster == cluster and s.topic == topic and s.step > step for s in self.starts)
+        """Whether a mirror may have started copying ``topic`` into ``cluster`` after
+        ``step``: an add at a later step, or an unanswered earlier one that no accepted
+        remove has since shown to have landed."""
+        for start in self.starts:
+            if (start.cluster, start.topic) != (cluster, topic):
+                continue
+            if start.step > step:
+                return True
+            if not start.confirmed and not any(
+                (r.cluster, r.topic) == (cluster, topic) and start.step < r.step <= step
+                for r in self.removes
+            ):
+                return True
+        return False
 
     def mirror_of(self, cluster: str, topic: str) -> MirrorStart | None:
         """The latest mirror start of ``topic`` on ``cluster``."""

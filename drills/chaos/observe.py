@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import OffsetSpec, TopicPartition
-from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster
+from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.protocol.records import (
     MirrorPidReset,
     RawBatch,
@@ -17,6 +17,7 @@ from mirrorsim.protocol.records import (
 )
 
 PARTITION = 0
+OBSERVER_ADMIN = {"default.api.timeout.ms": "3000", "request.timeout.ms": "2000"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +42,7 @@ class LogRecords:
 async def mirror_state(cluster: DrillCluster, topic: str) -> str | None:
     """The state DescribeMirrors reports for ``topic``'s partition 0 on ``cluster``, in
     any mirror (None: no mirror holds it)."""
-    async with Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN) as admin:
+    async with Admin(bootstrap=cluster.bootstrap, config=OBSERVER_ADMIN) as admin:
         described = await admin.describe_mirrors()
     for mirror in described.values():
         for p in mirror.partitions:
@@ -52,7 +53,7 @@ async def mirror_state(cluster: DrillCluster, topic: str) -> str | None:
 
 async def log_end(cluster: DrillCluster, topic: str) -> int:
     tp = TopicPartition(topic, PARTITION)
-    async with Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN) as admin:
+    async with Admin(bootstrap=cluster.bootstrap, config=OBSERVER_ADMIN) as admin:
         return (await admin.list_offsets({tp: OffsetSpec.LATEST}))[tp].offset
 
 

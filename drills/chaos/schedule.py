@@ -1,6 +1,6 @@
 """Seeded schedules: a random walk over a model of one mirrored topic's lifecycle.
 
-Two clusters, ``a`` and ``b``. Every schedule starts with ``chaos_setup`` (a topic on
+Two clusters of two brokers, ``a`` and ``b``. Every schedule starts with ``chaos_setup`` (a topic on
 ``a`` mirrored to ``b``), takes ``steps`` further steps and ends with ``chaos_check``.
 Each next step is drawn, with the weights of ``WEIGHTS``, from the steps the model says
 make sense now (an operator removes only a mirrored topic, restores only a cluster that
@@ -19,6 +19,8 @@ from typing import Any
 from mirrorsim.drills.scenario import Step
 
 CLUSTERS = ("a", "b")
+BROKERS = (1, 2)
+"""Every cluster has two brokers: one can be down while the other answers."""
 PRINCIPALS = ("User:new-producer", "User:app", "User:ops")
 
 WEIGHTS: dict[str, int] = {
@@ -35,9 +37,10 @@ WEIGHTS: dict[str, int] = {
     "chaos_outage": 3,
     "chaos_restore": 3,
     "chaos_restart": 1,
+    "chaos_broker_down": 3,
     "chaos_freeze": 1,
 }
-FAULTS = frozenset({"chaos_outage", "chaos_restart", "chaos_freeze"})
+FAULTS = frozenset({"chaos_outage", "chaos_restart", "chaos_freeze", "chaos_add_as_source_fails"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +62,7 @@ class Schedule:
         """The same steps on fresh names (re-runs on clusters the original used)."""
         names = {self.topic: f"chaos-{tag}", self.mirror: f"mirror-{tag}"}
         steps = tuple(
-            Step(
-                s.kind,
-                {k: names.get(v, v) if isinstance(v, str) else v for k, v in s.params.items()},
-            )
-            for s in self.steps
+            Step(s.kind, {k: _renamed(v, names) for k, v in s.params.items()}) for s in self.steps
         )
         return replace(self, tag=tag, steps=steps)
 
@@ -77,10 +76,12 @@ def _renamed(value: Any, names: dict[str, str]) -> Any:
 
 @dataclass
 class _Model:
-    """What the generator believes: which clusters are up, and per cluster whether a
-    mirror of the topic exists there and the topic's state in it."""
+    """What the generator believes: which clusters are up (``partial``: one broker
+    down), and per cluster whether a mirror of the topic exists there and the topic's
+    state in it."""
 
     up: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(CLUSTERS, True))
+    partial: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(CLUSTERS, False))
     mirror_on: dict[str, bool] = field(default_factory=lambda: {"a": False, "b": True})
     state: dict[str, str | None] = field(default_factory=lambda: {"a": None, "b": "mirroring"})
 
@@ -142,8 +143,10 @@ def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iter
         return effect
 
     for cluster in CLUSTERS:
+        if not model.up[cluster] or model.partial[cluster]:
+            restored = _both(_set(model.up, cluster, True), _set(model.partial, cluster, False))
+            yield make("chaos_restore", {"cluster": cluster}, restored)
         if not model.up[cluster]:
-            yield make("chaos_restore", {"cluster": cluster}, _set(model.up, cluster, True))
             continue
         other = model.source_of(cluster)
         named = {"cluster": cluster, "mirror": mirror, "topic": topic}
@@ -186,8 +189,25 @@ def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iter
             )
         if model.up[other]:
             yield make("chaos_outage", {"cluster": cluster}, _set(model.up, cluster, False))
-            yield make("chaos_restart", {"cluster": cluster, "broker": 1}, nothing)
-            yield make("chaos_freeze", {"cluster": cluster, "broker": 1, "seconds": 2.0}, nothing)
+            broker = rng.choice(BROKERS)
+            yield make("chaos_restart", {"cluster": cluster, "broker": broker}, nothing)
+            yield make(
+                "chaos_freeze", {"cluster": cluster, "broker": broker, "seconds": 2.0}, nothing
+            )
+            if not model.partial[cluster]:
+                yield make(
+                    "chaos_broker_down",
+                    {"cluster": cluster, "broker": broker},
+                    _set(model.partial, cluster, True),
+                )
+
+
+def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:
+    def effect() -> None:
+        first()
+        second()
+
+    return effect
 
 
 def _set(table: dict[str, bool], key: str, value: bool) -> Callable[[], None]:
@@ -206,7 +226,8 @@ def scenario_document(
         "description": f"Chaos schedule {schedule.index} of seed {schedule.seed}. {note}",
         "notes": note,
         "clusters": [
-            {"name": name, "configs": dict(cluster_configs), "mode": mode} for name in CLUSTERS
+            {"name": name, "brokers": len(BROKERS), "configs": dict(cluster_configs), "mode": mode}
+            for name in CLUSTERS
         ],
         "steps": [{"start_clusters": {}}]
         + [{s.kind: dict(s.params)} for s in schedule.steps]

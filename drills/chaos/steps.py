@@ -37,7 +37,7 @@ from mirrorsim.drills.chaos.journal import (
 )
 from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
 from mirrorsim.drills.chaos.observe import PARTITION, log_end, mirror_state, read_log
-from mirrorsim.drills.clusters import FAST_ADMIN, DrillCluster, ProcessDrillCluster
+from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
 from mirrorsim.protocol.errors import KafkaError
@@ -48,7 +48,11 @@ SETTLE_S = 20.0
 RACE_ATTEMPTS = 30
 """Produce attempts right after a remove, until one is acknowledged or STOPPED is seen."""
 MIRROR_CONFIGS = {"default.api.timeout.ms": "5000", "request.timeout.ms": "3000"}
+ADD_RETRY_S = 3.0
+"""An add is asked again (a broker that has not yet seen a new mirror closes the
+connection) for this long; unanswered, it may still land later."""
 REFUSALS = (KafkaError, OSError, TimeoutError, DrillTimeout)
+CHAOS_ADMIN = {"default.api.timeout.ms": "3000", "request.timeout.ms": "2000"}
 
 
 def journal(ctx: DrillContext) -> ChaosJournal:
@@ -69,7 +73,7 @@ def _begin(ctx: DrillContext, *clusters: str) -> ChaosJournal | None:
 
 
 def _admin(cluster: DrillCluster) -> Admin:
-    return Admin(bootstrap=cluster.bootstrap, config=FAST_ADMIN, client_id="mirrorsim-chaos")
+    return Admin(bootstrap=cluster.bootstrap, config=CHAOS_ADMIN, client_id="mirrorsim-chaos")
 
 
 async def _wait_state(
@@ -128,7 +132,14 @@ async def chaos_setup(
         return
     async with _admin(ctx.cluster(source)) as admin:
         (await admin.create_topics([NewTopic(topic, 1, -1)])).all()
-    await _produce(ctx, entry, source, topic, records)
+    async with ClusterClient(
+        ctx.cluster(source).bootstrap, client_id="chaos-setup", config=CLIENT_CONFIG
+    ) as client:
+        await wait_until(
+            lambda: _acknowledge(ctx, entry, client, source, topic, records),
+            SETTLE_S,
+            f"the first records of {topic} acknowledged",
+        )
     await _start_mirror(ctx, entry, destination, mirror, source, topic)
     await _wait_state(entry, ctx.cluster(destination), topic, {"MIRRORING"}, "setup")
 
@@ -153,11 +164,13 @@ async def _add(
             (await admin.add_topics_to_mirror(mirror, [topic])).all()
         return True
 
-    entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     try:
-        await wait_until(added, 5.0, f"{topic} added to {mirror}")
+        await wait_until(added, ADD_RETRY_S, f"{topic} added to {mirror}")
     except DrillTimeout:
         entry.refused += 1
+        entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic, False))
+        return
+    entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
 
 
@@ -372,10 +385,23 @@ async def chaos_outage(ctx: DrillContext, entry: ChaosJournal, cluster: str) -> 
 
 
 async def chaos_restore(ctx: DrillContext, cluster: str) -> None:
-    """Start the brokers of ``cluster`` that are down."""
+    """Start the brokers of ``cluster`` that are down (after an outage or a broker
+    down)."""
     journal(ctx).step += 1
     await ctx.cluster(cluster).restart()
     ctx.mark("chaos restore", cluster)
+
+
+@_counted
+async def chaos_broker_down(
+    ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int
+) -> None:
+    """``broker`` stops without a controlled shutdown and stays down until a restore:
+    a partial outage, in which the cluster answers Metadata but whatever that broker
+    led (a ``__mirror_state`` partition, say) cannot answer."""
+    await ctx.cluster(cluster).kill_broker(broker)
+    entry.faults += 1
+    ctx.mark("chaos broker down", f"{cluster} broker {broker}")
 
 
 @_counted
@@ -418,5 +444,6 @@ STEPS = {
     "chaos_outage": chaos_outage,
     "chaos_restore": chaos_restore,
     "chaos_restart": chaos_restart,
+    "chaos_broker_down": chaos_broker_down,
     "chaos_freeze": chaos_freeze,
 }

@@ -46,7 +46,7 @@ async def _explore_and_report(schedules: int, steps: int, seed: int, report: Pat
 async def test_a_short_seeded_exploration_runs_every_schedule_and_reports(
     tmp_path: Path,
 ) -> None:
-    await _explore_and_report(3, 4, 5, tmp_path / "report")
+    await _explore_and_report(2, 4, 5, tmp_path / "report")
 
 
 @pytest.mark.slow

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import socket
 
-from mirrorsim.broker.ports import LOWEST_CANDIDATE, ephemeral_low, restartable_port
+from mirrorsim.broker.ports import (
+    LOWEST_CANDIDATE,
+    ephemeral_low,
+    restartable_base,
+    restartable_port,
+)
 
 
 def test_the_port_is_free_and_below_the_ephemeral_range() -> None:
@@ -13,6 +18,14 @@ def test_the_port_is_free_and_below_the_ephemeral_range() -> None:
     assert LOWEST_CANDIDATE <= port < ephemeral_low()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", port))
+
+
+def test_a_base_gives_consecutive_free_ports_below_the_ephemeral_range() -> None:
+    base = restartable_base(3)
+    assert LOWEST_CANDIDATE <= base < base + 2 < ephemeral_low()
+    for port in range(base, base + 3):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", port))
 
 
 def test_outgoing_connections_never_take_such_ports() -> None:
