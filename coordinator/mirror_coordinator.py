@@ -77,6 +77,7 @@ from mirrorsim.coordinator.state_machine import (
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
 from mirrorsim.coordinator.stop_transactions import transactions_deciding_stop_cut
 from mirrorsim.fetcher.manager import MirrorFetcherManager
+from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.fetcher.truncation import (
     AppendMirrorPidReset,
     BumpLeaderEpoch,
@@ -100,6 +101,8 @@ _SOURCE_TROUBLE = (LookupError, TimeoutError, ConnectionError, KafkaError)
 PREPARING_POLL_S = 0.05
 FULL_SWEEP_S = 5.0
 SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
+THROTTLED_RATE = "mirror.replication.throttled.rate"
+THROTTLED_REPLICAS = "mirror.replication.throttled.replicas"
 NO_EPOCH = -1
 S = MirrorPartitionState
 Key = tuple[str, int]
@@ -136,6 +139,11 @@ class MirrorCoordinator:
             num_fetchers=lambda: int(broker.config("mirror.num.replica.fetchers")),
             max_wait_ms=lambda: int(broker.config("mirror.fetch.max.wait.ms")),
             metrics=broker.metrics.mirror,
+            quota=MirrorReplicationQuota(
+                broker_id=broker.broker_id,
+                rate=lambda: int(broker.config(THROTTLED_RATE)),
+                throttled_replicas=self._throttled_replicas,
+            ),
         )
         self._mirrors: dict[str, dict[str, str]] = {}
         self.partitions: dict[Key, MirrorPartitionStatus] = {}
@@ -158,6 +166,12 @@ class MirrorCoordinator:
         await self.fetchers.shutdown()
         await self.sources.close_all()
         await self.states.close()
+
+    def _throttled_replicas(self, topic: str) -> list[str]:
+        """The topic's ``mirror.replication.throttled.replicas`` entries (none if unset)."""
+        found = self._broker.snapshot.topics.get(topic)
+        raw = "" if found is None else str(found.configs.get(THROTTLED_REPLICAS) or "")
+        return [entry.strip() for entry in raw.split(",") if entry.strip()]
 
     def _mirror_configs(self) -> dict[str, dict[str, str]]:
         return self._mirrors
