@@ -76,6 +76,10 @@ from mirrorsim.coordinator.state_machine import (
 )
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
 from mirrorsim.coordinator.stop_transactions import transactions_deciding_stop_cut
+from mirrorsim.coordinator.unclean_elections import (
+    SUPPORT_UNCLEAN_ELECTION,
+    unclean_mirror_elections,
+)
 from mirrorsim.fetcher.manager import MirrorFetcherManager
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.fetcher.truncation import (
@@ -100,7 +104,6 @@ PLACEMENT_ATTEMPT_S = 2.0
 _SOURCE_TROUBLE = (LookupError, TimeoutError, ConnectionError, KafkaError)
 PREPARING_POLL_S = 0.05
 FULL_SWEEP_S = 5.0
-SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
 THROTTLED_RATE = "mirror.replication.throttled.rate"
 THROTTLED_REPLICAS = "mirror.replication.throttled.replicas"
 NO_EPOCH = -1
@@ -195,6 +198,7 @@ class MirrorCoordinator:
         if sweep:
             self._last_sweep = now
         kicked, self._kicked_topics = self._kicked_topics, dict(self._broker.snapshot.topics)
+        self._warn_unclean_elections(kicked)
         for name, topic in self._broker.snapshot.topics.items():
             if not sweep and kicked.get(name) == topic:
                 continue
@@ -205,6 +209,22 @@ class MirrorCoordinator:
         for key in list(self.partitions):
             if key[0] not in self._broker.snapshot.topics:
                 self.kick(key)
+
+    def _warn_unclean_elections(self, before: dict[str, Any]) -> None:
+        """The spec's warning for an unclean election of a mirror partition this broker now
+        leads, unless the topic supports them."""
+        for election in unclean_mirror_elections(before, self._broker.snapshot.topics):
+            if election.leader == self._broker.broker_id:
+                log.warning(
+                    "unclean leader election of mirror topic partition %s-%d: broker %d leads "
+                    "it from outside the ISR %s; without %s=true its log may hold records the "
+                    "source never had",
+                    election.topic,
+                    election.partition,
+                    election.leader,
+                    list(election.previous_isr),
+                    SUPPORT_UNCLEAN_ELECTION,
+                )
 
     async def _reconnect(self, mirror: str) -> None:
         """Drop the mirror's source connection and fetchers after its connection settings
