@@ -100,6 +100,19 @@ def topic_name_error(name: str) -> str | None:
     return None
 
 
+_THROTTLED_REPLICA = re.compile(r"^\d+:\d+$")
+
+
+def _throttled_replicas_check(value: Any) -> str | None:
+    """Kafka's ``ThrottledReplicaListValidator``: ``*`` alone, or ``partition:broker`` pairs."""
+    if value == ["*"] or all(_THROTTLED_REPLICA.match(item) for item in value):
+        return None
+    return (
+        "must be the literal '*' or a list of replicas in the following format: "
+        "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    )
+
+
 def _mirror_name_check(value: Any) -> str | None:
     base = str(value).removesuffix(".removed").removesuffix(".paused")
     return topic_name_error(base) if value else None
@@ -286,6 +299,13 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "leader.replication.throttled.replicas",
         ),
         _topic("mirror.support.unclean.leader.election", T.BOOLEAN, "false", None),
+        _topic(
+            "mirror.replication.throttled.replicas",
+            T.LIST,
+            "",
+            None,
+            _throttled_replicas_check,
+        ),
         _topic(MIRROR_NAME, T.STRING, None, None, _mirror_name_check, internal=True),
         _topic(MIRROR_STOP_REASON, T.STRING, None, None, internal=True),
     ]
@@ -444,6 +464,9 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("mirror.topic.replication.factor", T.SHORT, "3", at_least(1), read_only=True),
         _broker("mirror.num.replica.fetchers", T.INT, "1", at_least(1), dynamic=True),
         _broker("mirror.fetch.max.wait.ms", T.INT, "500", at_least(0), dynamic=True),
+        _broker(
+            "mirror.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0), dynamic=True
+        ),
         _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
         _broker("metrics.port", T.INT, None, between(0, 65535), read_only=True),
         _broker("test.hidden.api.keys", T.LIST, "", _hidden_api_keys_check, read_only=True),

@@ -5,15 +5,17 @@ Record lines are printed when the records are iterated (--deep-iteration, or a d
 --print-data-log, --mirror-state-decoder). Control records always decode (COMMIT/ABORT
 markers with their coordinator epoch, MIRROR_PID_RESET with its source cluster id); other
 records show key and payload through the chosen decoder: UTF-8 text, or the JSON form of
-``__mirror_state`` keys and values (``{"type":"2","data":{...}}``).
+``__mirror_state`` keys and values (``{"type":"3","data":{...}}``).
 """
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import enum
 import json
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -238,7 +240,8 @@ def _json(value: Any) -> str:
 
 
 def _camel_case(value: Any) -> Any:
-    """Kafka's JSON converters name fields in lowerCamelCase, as in the message schemas."""
+    """Kafka's JSON converters name fields in lowerCamelCase, as in the message schemas,
+    and print a Uuid as Kafka's ``Uuid.toString`` does (URL-safe base64, unpadded)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {
             _camel(f.name): _camel_case(getattr(value, f.name)) for f in dataclasses.fields(value)
@@ -247,6 +250,8 @@ def _camel_case(value: Any) -> Any:
         return [_camel_case(item) for item in value]
     if isinstance(value, int):
         return int(value)
+    if isinstance(value, uuid.UUID):
+        return base64.urlsafe_b64encode(value.bytes).decode("ascii").rstrip("=")
     return value
 
 

@@ -64,6 +64,7 @@ from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
 from mirrorsim.protocol.messages.constants import MirrorApiKey
+from mirrorsim.protocol.messages.describe_mirrors import UNSET_AUTHORIZED_OPERATIONS
 
 T = TypeVar("T")
 _ZERO_UUID = uuid.UUID(int=0)
@@ -817,16 +818,20 @@ class Admin:
         ]
 
     async def describe_mirrors(
-        self, names: Iterable[str] | None = None
+        self, names: Iterable[str] | None = None, *, include_authorized_operations: bool = False
     ) -> dict[str, MirrorDescription]:
-        """State and lag of every partition of the named mirrors (all mirrors when None).
+        """State and lag of every partition of the named mirrors (when None: all mirrors the
+        caller may describe), with the caller's operations on each if asked.
 
         Each broker reports the partitions it leads, so the request goes to every broker
         and the answers are merged; a partition reported twice is kept once.
         """
         spec = RequestSpec(
             MirrorApiKey.DESCRIBE_MIRRORS,
-            {"mirror_names": list(names or ()), "include_authorized_operations": False},
+            {
+                "mirror_names": list(names or ()),
+                "include_authorized_operations": include_authorized_operations,
+            },
         )
 
         async def attempt() -> dict[str, MirrorDescription]:
@@ -835,10 +840,13 @@ class Admin:
                 *(self.cluster.send_to_node(n, spec) for n in sorted(self.cluster.brokers))
             )
             merged: dict[str, dict[tuple[str, int], MirrorPartitionDescription]] = defaultdict(dict)
+            operations: dict[str, frozenset[AclOperation]] = {}
             for response in responses:
                 raise_for_error(response.error_code, response.error_message)
                 for mirror in response.mirrors:
                     raise_for_error(mirror.error_code, f"mirror {mirror.mirror_name}")
+                    if mirror.authorized_operations != UNSET_AUTHORIZED_OPERATIONS:
+                        operations[mirror.mirror_name] = _operations(mirror.authorized_operations)
                     partitions = merged[mirror.mirror_name]
                     for t in mirror.topics:
                         for p in t.partitions:
@@ -855,7 +863,9 @@ class Admin:
                                 ),
                             )
             return {
-                name: MirrorDescription(name, tuple(parts[k] for k in sorted(parts)))
+                name: MirrorDescription(
+                    name, tuple(parts[k] for k in sorted(parts)), operations.get(name)
+                )
                 for name, parts in sorted(merged.items())
             }
 
@@ -1077,3 +1087,8 @@ def _scram_upsertion(upsertion: ScramUpsertion) -> dict[str, Any]:
         "salt": salt,
         "salted_password": salted,
     }
+
+
+def _operations(bits: int) -> frozenset[AclOperation]:
+    """The operations of an AuthorizedOperations bitfield (bit n is ``AclOperation(n)``)."""
+    return frozenset(op for op in AclOperation if bits & (1 << op))

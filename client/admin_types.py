@@ -256,6 +256,8 @@ class MirrorPartitionDescription:
 class MirrorDescription:
     name: str
     partitions: tuple[MirrorPartitionDescription, ...]
+    authorized_operations: frozenset[AclOperation] | None = None
+    """The caller's operations on the mirror; None unless they were asked for."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -224,9 +224,7 @@ class MM2Replicator:
         async for _, records in consume_until(self._sync_reader, {tp: end}, timeout_s=30):
             for record in records:
                 topic, partition, sync = decode_offset_sync(record.key, record.value)
-                cache = self._caches.setdefault(
-                    (topic, partition), OffsetSyncCache(self.config.offset_lag_max)
-                )
+                cache = self._caches.setdefault((topic, partition), OffsetSyncCache())
                 cache.update(sync)
 
     def translate(self, topic: str, partition: int, upstream_offset: int) -> int:

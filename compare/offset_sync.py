@@ -8,14 +8,9 @@ design, and this module reproduces that loss so the comparison can measure it:
 
 - Emission: a sync only every ``offset.lag.max`` upstream offsets (and whenever the
   upstream offsets jump or the downstream offsets move backwards).
-- Cache: at most 64 syncs per partition, newest first. The latest and the earliest
-  sync are always kept; when a 65th arrives, one sync in between is dropped, but only
-  where the gap it leaves is at most ``max(g, 3 * age)`` (``g = offset.lag.max``, age =
-  how far the newer neighbour is behind the latest sync). Gaps therefore grow with age:
-  recent offsets translate closely, old ones fall between widely spaced syncs, and a
-  committed offset ``lag`` behind the latest sync lands fewer than ``max(g, 3 * lag)``
-  offsets before itself. With the factor 3, 64 entries provably cover any 63-bit offset
-  range (see ``OffsetSyncCache``).
+- Cache: Kafka's ``OffsetSyncStore``: 64 slots per partition whose distinct syncs are
+  spaced exponentially by age (its invariants A-D, see ``OffsetSyncCache``): recent
+  offsets translate closely, old ones fall between widely spaced syncs.
 - Translation: the latest cached sync at or before the upstream offset; exact only when
   the offsets are equal, otherwise one past the sync's downstream offset, because the
   records after the sync may have landed anywhere after it downstream. An offset older
@@ -26,10 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 
 SYNCS_PER_PARTITION = 64
-GAP_PER_AGE = 3
 UNTRANSLATABLE = -1
 
 
@@ -67,32 +60,41 @@ class OffsetSyncEmitter:
 
 
 class OffsetSyncCache:
-    """The checkpoint task's per-partition table of at most 64 offset syncs, newest first.
+    """The checkpoint task's per-partition store of offset syncs: Kafka's ``OffsetSyncStore``.
 
-    Invariant: for neighbours ``newer > older`` in the table, either no sync was ever
-    received between them, or ``newer - older <= max(g, 3 * (latest - newer))``.
-    Translation bound: a received sync ``u`` with ``lag = latest - u`` lies between
-    neighbours (or is cached), so its closest cached sync at or before it is less than
-    ``max(g, 3 * lag)`` behind it, since ``latest - newer < lag``.
-    Size: if no sync in between could be dropped, the ages ``A_k`` would satisfy
-    ``A_{k+1} > A_{k-1} + max(g, 3 * A_{k-1})``, so ``A_64 >= 4^31 * (g + 1) >= 2^63``,
-    beyond any offset: a 65th entry always leaves one that can be dropped.
+    64 slots, newest first; a sync may fill several neighbouring slots (the distinct syncs
+    are what the store holds). Kafka keeps four invariants, all checkable between
+    neighbours and holding for every pair ``i < j`` of distinct slots:
+
+    - A: slot 0 holds the latest sync;
+    - B: ``s[i] <= s[j] + 2^j - 2^i``: slot j is never much older than its index allows;
+    - C: ``s[i] >= s[j] + 2^max(i-2, 0)``: distinct slots are spaced exponentially;
+    - D: slot 63 holds the earliest sync received (here: since the upstream offsets last
+      went backwards).
+
+    A new sync takes slot 0; walking down, each slot that now violates B is repaired with
+    the youngest sync that satisfies B and C there, preferring one the store already
+    held (kept for a later slot) over the newcomer, and the walk stops at the first slot
+    that still satisfies B. So recent offsets translate closely and old ones through
+    syncs spaced ever wider apart.
     """
 
-    def __init__(self, granularity: int) -> None:
-        if granularity < 1:
-            raise ValueError("the cache granularity (offset.lag.max) must be at least 1")
-        self.granularity = granularity
-        self._syncs: list[OffsetSync] = []
+    def __init__(self) -> None:
+        self._slots: list[OffsetSync] = []
+
+    @property
+    def slots(self) -> tuple[OffsetSync, ...]:
+        """The 64 slots (empty before the first sync)."""
+        return tuple(self._slots)
 
     @property
     def syncs(self) -> tuple[OffsetSync, ...]:
-        return tuple(self._syncs)
-
-    def _max_gap(self, newer: OffsetSync) -> int:
-        """Widest gap allowed behind ``newer`` once syncs between it and the next are gone."""
-        age = self._syncs[0].upstream_offset - newer.upstream_offset
-        return max(self.granularity, GAP_PER_AGE * age)
+        """The distinct syncs held, newest first."""
+        distinct: list[OffsetSync] = []
+        for sync in self._slots:
+            if not distinct or distinct[-1] is not sync:
+                distinct.append(sync)
+        return tuple(distinct)
 
     def update(self, sync: OffsetSync) -> None:
         """Take a sync read from the offset-syncs topic (they arrive in upstream order).
@@ -100,29 +102,55 @@ class OffsetSyncCache:
         An upstream offset that goes backwards means the source partition was recreated
         or truncated: every cached mapping is then meaningless and is dropped.
         """
-        if not self._syncs or sync.upstream_offset < self._syncs[0].upstream_offset:
-            self._syncs = [sync]
+        if not self._slots or sync.upstream_offset < self._slots[0].upstream_offset:
+            self._slots = [sync] * SYNCS_PER_PARTITION
             return
-        if sync.upstream_offset == self._syncs[0].upstream_offset:
-            self._syncs[0] = sync
-            return
-        self._syncs.insert(0, sync)
-        if len(self._syncs) > SYNCS_PER_PARTITION:
-            del self._syncs[self._most_redundant()]
+        before = list(self._slots)
+        slots = self._slots
+        slots[0] = candidate = sync
+        taken = 0
+        for index in range(1, SYNCS_PER_PARTITION):
+            newer = slots[index - 1]
+            candidate, taken = _best_kept(slots, before, index, candidate, taken)
+            if _recent_enough(newer, slots[index], index - 1, index):
+                return
+            slots[index] = candidate
 
-    def _most_redundant(self) -> int:
-        """Index of the droppable sync whose gap would use the least of its allowance.
 
-        Dropping where the table is densest relative to age keeps the spacing growing
-        evenly with age, so all 64 entries stay useful.
-        """
-        droppable = [
-            (Fraction(gap, allowance), k)
-            for k in range(1, len(self._syncs) - 1)
-            if (gap := self._syncs[k - 1].upstream_offset - self._syncs[k + 1].upstream_offset)
-            <= (allowance := self._max_gap(self._syncs[k - 1]))
-        ]
-        return min(droppable)[1]
+def _best_kept(
+    slots: list[OffsetSync], before: list[OffsetSync], index: int, candidate: OffsetSync, taken: int
+) -> tuple[OffsetSync, int]:
+    """The sync to put at ``index`` should it need repair, and how far the walk through
+    the previous slots got: a previous sync is promoted when it satisfies B and C there
+    (and keeps C towards the slot after), and passed over for good when it duplicates
+    the next one or is too close to the newer slot ever to fit."""
+    newer = slots[index - 1]
+    while True:
+        old = before[taken]
+        fits_b = _recent_enough(newer, old, index - 1, index)
+        fits_c = _spaced(newer, old, index - 1)
+        fits_next = index + 1 >= SYNCS_PER_PARTITION or _spaced(old, slots[index + 1], index)
+        duplicate = taken + 1 < SYNCS_PER_PARTITION and old is before[taken + 1]
+        promote = fits_b and fits_c and fits_next
+        if promote:
+            candidate = old
+        skip = duplicate or not fits_c
+        if promote or skip:
+            taken += 1
+        if not (skip and taken < index):
+            return candidate, taken
+
+
+def _recent_enough(newer: OffsetSync, older: OffsetSync, i: int, j: int) -> bool:
+    """Invariant B between slots i < j."""
+    bound = older.upstream_offset + (1 << j) - (1 << i)
+    return newer is older or bound < 0 or newer.upstream_offset <= bound
+
+
+def _spaced(newer: OffsetSync, older: OffsetSync, i: int) -> bool:
+    """Invariant C between slot i and any later slot."""
+    bound = older.upstream_offset + (1 << max(i - 2, 0))
+    return newer is older or (bound >= 0 and newer.upstream_offset >= bound)
 
 
 def translate_downstream(

@@ -31,8 +31,11 @@ from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS
 from mirrorsim.coordinator.state_machine import (
     PAUSED_SUFFIX,
     REMOVED_SUFFIX,
+    MirrorEvent,
     MirrorNameIntent,
     MirrorPartitionState,
+    event_for_config,
+    next_state,
     parse_mirror_name,
 )
 from mirrorsim.coordinator.sync.patterns import PatternList, SyncFilterError
@@ -47,6 +50,36 @@ DESCRIBE_CONFIGS_KEY = 32
 TOPIC_RESOURCE_TYPE = 2
 TOPIC_CONFIG_SOURCE = 1
 ADDABLE_STATES = frozenset({MirrorPartitionState.UNKNOWN, MirrorPartitionState.STOPPED})
+FINISHES_BY_ITSELF = {
+    MirrorPartitionState.PREPARING: MirrorEvent.TRUNCATION_COMPLETE,
+    MirrorPartitionState.PAUSING: MirrorEvent.FETCHERS_REMOVED,
+    MirrorPartitionState.STOPPING: MirrorEvent.STOP_COMPLETE,
+}
+"""The in-flight states and the event that ends them without any request."""
+
+
+def settles_into(
+    state: MirrorPartitionState, mirror_name: str, target: MirrorPartitionState
+) -> bool:
+    """Whether a partition in ``state`` reaches ``target`` once ``mirror.name`` is
+    ``mirror_name``, following the state machine's own rules: the leader applies
+    ``event_for_config`` and in-flight states finish. A partition whose state is not
+    known yet (UNKNOWN) is left to its leader.
+
+    This is how PauseMirrorTopics and RemoveTopicsFromMirror check the spec's "Valid
+    from" table: a FAILED partition can never pause, a STOPPED one neither (it would stay
+    STOPPED under a ``.paused`` name), while a PREPARING one pauses once it mirrors.
+    """
+    seen: set[MirrorPartitionState] = set()
+    while state not in seen:
+        if state in (target, MirrorPartitionState.UNKNOWN):
+            return True
+        seen.add(state)
+        event = event_for_config(state, mirror_name) or FINISHES_BY_ITSELF.get(state)
+        if event is None:
+            return False
+        state = next_state(state, event)
+    return False
 
 
 def mirror_name_error(name: str) -> str | None:
@@ -305,17 +338,36 @@ class MirrorLifecycle:
     async def remove_topics(
         self, mirror: str, topics: Iterable[str]
     ) -> dict[str, KafkaError | None]:
-        return await self._retag(mirror, topics, self._removal)
+        return await self._retag(mirror, topics, self._removal, MirrorPartitionState.STOPPED)
 
     async def pause_topics(
         self, mirror: str, topics: Iterable[str]
     ) -> dict[str, KafkaError | None]:
-        return await self._retag(mirror, topics, self._pausing)
+        return await self._retag(mirror, topics, self._pausing, MirrorPartitionState.PAUSED)
 
     async def resume_topics(
         self, mirror: str, topics: Iterable[str]
     ) -> dict[str, KafkaError | None]:
         return await self._retag(mirror, topics, self._resuming)
+
+    async def _require_partitions_settle(
+        self, mirror: str, topic: TopicRecord, value: str, target: MirrorPartitionState
+    ) -> None:
+        """INVALID_REQUEST unless every partition can reach ``target`` under ``value``."""
+        states = await self._coordinator.states.read(
+            mirror, topic.name, [p.partition for p in topic.partitions]
+        )
+        stuck = {
+            p: s.state.name
+            for p, s in sorted(states.items())
+            if not settles_into(s.state, value, target)
+        }
+        if stuck:
+            raise KafkaError(
+                ErrorCode.INVALID_REQUEST,
+                f"Partitions of {topic.name} cannot become {target.name}: "
+                + ", ".join(f"{p} is {state}" for p, state in stuck.items()),
+            )
 
     @staticmethod
     def _removal(mirror: str, intent: MirrorNameIntent) -> str:
@@ -340,7 +392,11 @@ class MirrorLifecycle:
         return mirror
 
     async def _retag(
-        self, mirror: str, topics: Iterable[str], new_value: Any
+        self,
+        mirror: str,
+        topics: Iterable[str],
+        new_value: Any,
+        target: MirrorPartitionState | None = None,
     ) -> dict[str, KafkaError | None]:
         await self._require_mirror(mirror)
         results: dict[str, KafkaError | None] = {}
@@ -355,6 +411,8 @@ class MirrorLifecycle:
                 if current.mirror != mirror:
                     raise KafkaError(ErrorCode.TOPIC_NOT_IN_MIRROR)
                 value = new_value(mirror, current.intent)
+                if target is not None:
+                    await self._require_partitions_settle(mirror, topic, value, target)
                 await self._broker.controller.set_topic_configs(
                     name, {**topic.configs, MIRROR_NAME: value}
                 )

@@ -77,7 +77,12 @@ from mirrorsim.coordinator.state_machine import (
 )
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
 from mirrorsim.coordinator.stop_transactions import transactions_deciding_stop_cut
+from mirrorsim.coordinator.unclean_elections import (
+    SUPPORT_UNCLEAN_ELECTION,
+    unclean_mirror_elections,
+)
 from mirrorsim.fetcher.manager import MirrorFetcherManager
+from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.fetcher.truncation import (
     AppendMirrorPidReset,
     BumpLeaderEpoch,
@@ -100,7 +105,8 @@ PLACEMENT_ATTEMPT_S = 2.0
 _SOURCE_TROUBLE = (LookupError, TimeoutError, ConnectionError, KafkaError)
 PREPARING_POLL_S = 0.05
 FULL_SWEEP_S = 5.0
-SUPPORT_UNCLEAN_ELECTION = "mirror.support.unclean.leader.election"
+THROTTLED_RATE = "mirror.replication.throttled.rate"
+THROTTLED_REPLICAS = "mirror.replication.throttled.replicas"
 NO_EPOCH = -1
 S = MirrorPartitionState
 Key = tuple[str, int]
@@ -142,6 +148,11 @@ class MirrorCoordinator:
             num_fetchers=lambda: int(broker.config("mirror.num.replica.fetchers")),
             max_wait_ms=lambda: int(broker.config("mirror.fetch.max.wait.ms")),
             metrics=broker.metrics.mirror,
+            quota=MirrorReplicationQuota(
+                broker_id=broker.broker_id,
+                rate=lambda: int(broker.config(THROTTLED_RATE)),
+                throttled_replicas=self._throttled_replicas,
+            ),
         )
         self._mirrors: dict[str, dict[str, str]] = {}
         self.partitions: dict[Key, MirrorPartitionStatus] = {}
@@ -165,6 +176,12 @@ class MirrorCoordinator:
         await self.sources.close_all()
         await self.states.close()
 
+    def _throttled_replicas(self, topic: str) -> list[str]:
+        """The topic's ``mirror.replication.throttled.replicas`` entries (none if unset)."""
+        found = self._broker.snapshot.topics.get(topic)
+        raw = "" if found is None else str(found.configs.get(THROTTLED_REPLICAS) or "")
+        return [entry.strip() for entry in raw.split(",") if entry.strip()]
+
     def _mirror_configs(self) -> dict[str, dict[str, str]]:
         return self._mirrors
 
@@ -187,6 +204,7 @@ class MirrorCoordinator:
         if sweep:
             self._last_sweep = now
         kicked, self._kicked_topics = self._kicked_topics, dict(self._broker.snapshot.topics)
+        self._warn_unclean_elections(kicked)
         for name, topic in self._broker.snapshot.topics.items():
             if not sweep and kicked.get(name) == topic:
                 continue
@@ -197,6 +215,22 @@ class MirrorCoordinator:
         for key in list(self.partitions):
             if key[0] not in self._broker.snapshot.topics:
                 self.kick(key)
+
+    def _warn_unclean_elections(self, before: dict[str, Any]) -> None:
+        """The spec's warning for an unclean election of a mirror partition this broker now
+        leads, unless the topic supports them."""
+        for election in unclean_mirror_elections(before, self._broker.snapshot.topics):
+            if election.leader == self._broker.broker_id:
+                log.warning(
+                    "unclean leader election of mirror topic partition %s-%d: broker %d leads "
+                    "it from outside the ISR %s; without %s=true its log may hold records the "
+                    "source never had",
+                    election.topic,
+                    election.partition,
+                    election.leader,
+                    list(election.previous_isr),
+                    SUPPORT_UNCLEAN_ELECTION,
+                )
 
     async def _reconnect(self, mirror: str) -> None:
         """Drop the mirror's source connection and fetchers after its connection settings

@@ -5,7 +5,8 @@ and after compaction: every record is last-writer-wins on its key bytes, and a n
 (tombstone) deletes the key. That rules out the spec's partition-state key, which holds
 only the mirror name: compaction would keep one partition's state per mirror and drop the
 rest. Partition states are therefore written under record type 3,
-:class:`MirrorPartitionStateKeyV1` ``{MirrorName, TopicId, Partition}``, with the spec's
+``MirrorPartitionStateKeyV1`` ``{MirrorName, TopicId, Partition}`` (defined with the
+other record schemas in ``protocol.messages.mirror_state_records``), with the spec's
 ``MirrorPartitionStateValue``. Last mirrored epochs keep the spec's type 1 key (mirror
 name); each value is a *snapshot* of every LME this partition holds for the mirror, which
 is compaction-safe because a writer always merges into the current snapshot.
@@ -17,25 +18,24 @@ coordinator is ``murmur2(mirror) % mirror.topic.num.partitions``
 any Kafka tool can reproduce the placement.
 """
 
-import io
 import struct
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import ClassVar, Self
+from dataclasses import dataclass
+from typing import Self
 
-from kio.serial import entity_writer
-from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32
+from kio.static.primitive import i8, i32
 
 from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
 from mirrorsim.protocol.messages.mirror_state_records import (
     LAST_MIRROR_EPOCHS_RECORD_TYPE,
     MIRROR_PARTITION_STATE_RECORD_TYPE,
+    PARTITION_STATE_RECORD_TYPE,
     LastMirrorEpochsKey,
     LastMirrorEpochsPartition,
     LastMirrorEpochsTopic,
     LastMirrorEpochsValue,
+    MirrorPartitionStateKeyV1,
     MirrorPartitionStateValue,
     MirrorStateRecordError,
     decode_mirror_state_key,
@@ -43,28 +43,13 @@ from mirrorsim.protocol.messages.mirror_state_records import (
     encode_mirror_state_key,
     encode_mirror_state_value,
 )
-from mirrorsim.protocol.schema_reader import tolerant_reader
 
-PARTITION_STATE_RECORD_TYPE = 3
 NO_LAST_MIRRORED_EPOCH = -1
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _MURMUR_SEED = 0x9747B28C
 _MURMUR_M = 0x5BD1E995
 _MASK32 = 0xFFFFFFFF
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class MirrorPartitionStateKeyV1:
-    """Key of record type 3: one mirror partition's state (one key per partition)."""
-
-    __type__: ClassVar = EntityType.data
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = False
-    # No ``from __future__ import annotations`` in this module: kio needs real types.
-    mirror_name: str = field(metadata={"kafka_type": "string"})
-    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
-    partition: i32 = field(metadata={"kafka_type": "int32"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,23 +102,6 @@ def mirror_state_partition(
 def metadata_coordinator_partition(mirror: str, num_partitions: int) -> int:
     """The ``__mirror_state`` partition whose leader syncs the mirror's metadata."""
     return _positive_mod(murmur2(mirror.encode("utf-8")), num_partitions)
-
-
-def _encode_partition_state_key(key: MirrorPartitionStateKeyV1) -> bytes:
-    buf = io.BytesIO()
-    buf.write(_INT16.pack(PARTITION_STATE_RECORD_TYPE))
-    entity_writer(MirrorPartitionStateKeyV1)(buf, key)
-    return buf.getvalue()
-
-
-def _decode_partition_state_key(data: bytes) -> MirrorPartitionStateKeyV1:
-    try:
-        key, size = tolerant_reader(MirrorPartitionStateKeyV1)(data, _INT16.size)
-    except Exception as exc:  # one error type for every malformed key
-        raise MirrorStateRecordError(f"malformed MirrorPartitionStateKeyV1: {exc}") from exc
-    if _INT16.size + size != len(data):
-        raise MirrorStateRecordError("trailing bytes after MirrorPartitionStateKeyV1")
-    return key  # type: ignore[no-any-return]
 
 
 def _record_type(key: bytes) -> int:
@@ -202,7 +170,7 @@ class MirrorStateStore:
             state=i8(int(state)),  # type: ignore[arg-type]
         )
         return MirrorStateRecord(
-            _encode_partition_state_key(record_key), encode_mirror_state_value(value)
+            encode_mirror_state_key(record_key), encode_mirror_state_value(value)
         )
 
     def last_mirrored_epochs_record(
@@ -218,7 +186,7 @@ class MirrorStateStore:
         """Tombstones for every record of ``mirror`` here (DeleteMirror)."""
         tombstones = [
             MirrorStateRecord(
-                _encode_partition_state_key(
+                encode_mirror_state_key(
                     MirrorPartitionStateKeyV1(
                         mirror_name=m, topic_id=topic_id, partition=i32(partition)
                     )
@@ -241,7 +209,7 @@ class MirrorStateStore:
         state records, and the LME snapshot rewritten without them (a tombstone if empty)."""
         records = [
             MirrorStateRecord(
-                _encode_partition_state_key(
+                encode_mirror_state_key(
                     MirrorPartitionStateKeyV1(
                         mirror_name=entry.key.mirror,
                         topic_id=entry.key.topic_id,
@@ -272,7 +240,9 @@ class MirrorStateStore:
         """Apply one record of the log (replay, or after a successful append)."""
         record_type = _record_type(record.key)
         if record_type == PARTITION_STATE_RECORD_TYPE:
-            self._apply_partition_state(_decode_partition_state_key(record.key), record.value)
+            key = decode_mirror_state_key(record.key)
+            assert isinstance(key, MirrorPartitionStateKeyV1)
+            self._apply_partition_state(key, record.value)
         elif record_type == LAST_MIRROR_EPOCHS_RECORD_TYPE:
             key = decode_mirror_state_key(record.key)
             self._apply_last_mirrored_epochs(key.mirror_name, record.value)

@@ -14,6 +14,9 @@ Every addition needs the source leader as it is now, so it needs a Metadata requ
 issued after it was asked for. Additions arrive in bursts (a mirror of 1,000 partitions
 resumes as 1,000 additions), so each mirror keeps one Metadata request in flight and
 the additions that arrive meanwhile share the next one, for the union of their topics.
+
+All tasks share the broker's one mirror replication quota, as Kafka's replica fetcher
+threads share one ``ReplicationQuotaManager``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.fetcher.fetch_session import Key
 from mirrorsim.fetcher.task import MirrorFetcherTask, MirrorPartition, MirrorSink
+from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 
 log = logging.getLogger(__name__)
 
@@ -74,8 +78,10 @@ class MirrorFetcherManager:
         num_fetchers: Callable[[], int],
         max_wait_ms: Callable[[], int],
         metrics: MirrorMetrics,
+        quota: MirrorReplicationQuota,
     ) -> None:
         self._broker_id = broker_id
+        self.quota = quota
         self._metrics = metrics
         self._sink = sink
         self._source_client = source_client
@@ -191,6 +197,7 @@ class MirrorFetcherManager:
             sink=self._sink,
             max_wait_ms=self._max_wait_ms,
             stats=self._metrics.fetcher_stats(key.source_broker, key.fetcher_id, key.mirror),
+            quota=self.quota,
         )
         self._fetchers[key] = fetcher
         fetcher.start()

@@ -10,6 +10,9 @@ through the plan, which says what to append (the source's batches, unchanged) an
 to do next. A partition that fails goes to FAILED alone; one whose source leader moved
 is handed back to the manager, which finds the new leader.
 
+Partitions the broker's mirror replication quota throttles sit out the fetches while the
+quota is exceeded (``mirrorsim.fetcher.throttle``), as Kafka's replica fetchers do.
+
 Partitions are added and removed between requests; an answer for a partition removed
 meanwhile is dropped, and every await is followed by that check again, so a partition
 being stopped never sees an append after its fetcher let go of it.
@@ -49,6 +52,7 @@ from mirrorsim.fetcher.plan import (
     on_offset_bounds,
     on_truncated,
 )
+from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
 
@@ -126,8 +130,10 @@ class MirrorFetcherTask:
         sink: MirrorSink,
         max_wait_ms: Callable[[], int],
         stats: FetcherStats,
+        quota: MirrorReplicationQuota,
     ) -> None:
         self.client = client
+        self._quota = quota
         self.source_broker = source_broker
         self._sink = sink
         self._stats = stats
@@ -238,6 +244,12 @@ class MirrorFetcherTask:
                 waits.append(action.until_ms)
             else:
                 await self._execute(mp, action)
+        if fetches and self._quota.exceeded():
+            throttled = [key for key in fetches if self._quota.is_throttled(*key)]
+            for key in throttled:
+                del fetches[key]
+            if throttled:
+                waits.append(_now_ms() + self._quota.delay_ms())
         if fetches:
             await self._fetch(fetches)
         elif waits:
@@ -293,6 +305,8 @@ class MirrorFetcherTask:
                 for key, f in fetches.items()
             }
         )
+        throttled = {key for key in fetches if self._quota.is_throttled(*key)}
+        max_bytes = self._quota.fetch_bytes(FETCH_MAX_BYTES) if throttled else FETCH_MAX_BYTES
         ids = {key: mp.topic_id for key, mp in self.partitions.items()}
         for key in request.forgotten:
             ids.setdefault(key, self._forgotten_id(key))
@@ -302,7 +316,7 @@ class MirrorFetcherTask:
                 "replica_id": -1,
                 "max_wait": datetime.timedelta(milliseconds=self._max_wait_ms()),
                 "min_bytes": 1,
-                "max_bytes": FETCH_MAX_BYTES,
+                "max_bytes": max_bytes,
                 "isolation_level": READ_COMMITTED,
                 "session_id": request.session_id,
                 "session_epoch": request.epoch,
@@ -315,7 +329,9 @@ class MirrorFetcherTask:
                         "fetch_offset": r.fetch_offset,
                         "last_fetched_epoch": r.last_fetched_epoch,
                         "log_start_offset": -1,
-                        "partition_max_bytes": PARTITION_MAX_BYTES,
+                        "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)
+                        if key in throttled
+                        else PARTITION_MAX_BYTES,
                     },
                 ),
                 "forgotten_topics_data": [
@@ -328,13 +344,17 @@ class MirrorFetcherTask:
         response = await self.client.send_to_node_once(self.source_broker, spec)
         error = error_code_from_wire(response.error_code)
         self._session.handle_response(error, response.session_id)
-        appended = 0
+        appended = throttled_bytes = 0
         if error == ErrorCode.NONE:
             names = {mp.topic_id: mp.topic for mp in self.partitions.values()}
             for topic_response in response.responses:
                 topic = getattr(topic_response, "topic", None) or names.get(topic_response.topic_id)
                 for data in topic_response.partitions if topic else ():
-                    appended += self._apply(topic, int(data.partition_index), data)
+                    key = (topic, int(data.partition_index))
+                    size = self._apply(*key, data)
+                    appended += size
+                    throttled_bytes += size if key in throttled else 0
+        self._quota.record(throttled_bytes)
         source = self.client.brokers.get(self.source_broker)
         self._stats.record_fetch(
             broker_host=source.host if source is not None else "",

@@ -35,6 +35,15 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 NO_EPOCH = -1
+CLUSTER_MIRROR_OPERATIONS = (
+    AclOperation.CREATE,
+    AclOperation.DELETE,
+    AclOperation.ALTER,
+    AclOperation.DESCRIBE,
+    AclOperation.DESCRIBE_CONFIGS,
+    AclOperation.ALTER_CONFIGS,
+)
+"""The operations the spec's permission table grants on a ClusterMirror."""
 
 
 @handles(MirrorApiKey.READ_MIRROR_STATES, min_version=0, max_version=0)
@@ -201,12 +210,18 @@ async def last_mirrored_epochs(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.DESCRIBE_MIRRORS, min_version=0, max_version=0)
 @requires_mirroring
 async def describe_mirrors(ctx: RequestContext, body: Any) -> Any:
+    """Named mirrors each get an answer (MIRROR_AUTHORIZATION_FAILED before UNKNOWN_MIRROR,
+    so a denied caller learns nothing of existence); "all mirrors" means all the caller
+    may describe, as Kafka's DescribeTopics and ListGroups filter, so a monitoring
+    principal granted one mirror sees that one and no other name."""
     broker = ctx.broker
     known = await _mirror_names(broker)
-    names = list(body.mirror_names) or sorted(known)
     mirrors = []
-    for name in names:
-        if not await is_authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER_MIRROR, name):
+    for name in list(body.mirror_names) or sorted(known):
+        allowed = await is_authorized(ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER_MIRROR, name)
+        if not allowed and not body.mirror_names:
+            continue
+        if not allowed:
             code = ErrorCode.MIRROR_AUTHORIZATION_FAILED
             mirrors.append({"error_code": code, "mirror_name": name, "topics": []})
             continue
@@ -215,10 +230,24 @@ async def describe_mirrors(ctx: RequestContext, body: Any) -> Any:
                 {"error_code": ErrorCode.UNKNOWN_MIRROR, "mirror_name": name, "topics": []}
             )
             continue
-        mirrors.append(
-            {"error_code": ErrorCode.NONE, "mirror_name": name, "topics": _led_topics(broker, name)}
-        )
+        described = {
+            "error_code": ErrorCode.NONE,
+            "mirror_name": name,
+            "topics": _led_topics(broker, name),
+        }
+        if body.include_authorized_operations:
+            described["authorized_operations"] = await _authorized_operations(ctx, name)
+        mirrors.append(described)
     return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None), "mirrors": mirrors})
+
+
+async def _authorized_operations(ctx: RequestContext, mirror: str) -> int:
+    """Kafka's AuthorizedOperations bitfield over the operations a ClusterMirror supports."""
+    bits = 0
+    for operation in CLUSTER_MIRROR_OPERATIONS:
+        if await is_authorized(ctx, operation, ResourceType.CLUSTER_MIRROR, mirror):
+            bits |= 1 << operation
+    return bits
 
 
 async def _mirror_names(broker: Any) -> set[str]:

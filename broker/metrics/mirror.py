@@ -62,6 +62,8 @@ class MirrorFetcherView:
     dead_thread_count: int = 0
     failed_partitions_count: int = 0
     min_fetch_rate: float = 0.0
+    throttled_byte_rate: float = 0.0
+    """Bytes/s fetched for throttled mirror partitions (the quota's own measure)."""
 
 
 class MirrorMetrics:
@@ -205,6 +207,11 @@ class _LiveStateCollector(Collector):
             family = GaugeMetricFamily(f"kafka_server_mirror_{name}", doc, labels=manager)
             family.add_metric(client, value)
             yield family
+        yield GaugeMetricFamily(
+            "kafka_server_mirror_replication_byte_rate",
+            "Throttled mirror replication rate in bytes/sec (MirrorReplication ByteRate).",
+            value=view.throttled_byte_rate,
+        )
         lag = GaugeMetricFamily(
             "kafka_server_fetcher_lag_consumer_lag",
             "Lag in messages per source leader replica.",

@@ -60,6 +60,7 @@ def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
             1 for s in statuses.values() if s.state.name == FAILED or s.failure is not None
         ),
         min_fetch_rate=min((metrics.fetch_rate(c) for c in live), default=0.0),
+        throttled_byte_rate=coordinator.fetchers.quota.byte_rate(),
     )
 
 

@@ -16,26 +16,32 @@ WINDOW_S = 60
 
 
 class RateMeter:
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    """``window_s`` is the span the rate averages over (Kafka's quotas use 11 seconds)."""
+
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, *, window_s: int = WINDOW_S
+    ) -> None:
         self._clock = clock
+        self._window_s = window_s
         self._started = clock()
         self._buckets: deque[tuple[int, int]] = deque()
 
-    def mark(self) -> None:
+    def mark(self, count: int = 1) -> None:
+        """Record ``count`` events (bytes, for a byte rate) now."""
         second = int(self._clock())
         if self._buckets and self._buckets[-1][0] == second:
-            self._buckets[-1] = (second, self._buckets[-1][1] + 1)
+            self._buckets[-1] = (second, self._buckets[-1][1] + count)
         else:
-            self._buckets.append((second, 1))
+            self._buckets.append((second, count))
         self._expire(second)
 
     def rate(self) -> float:
         """Events per second over the window (or since creation, when that is shorter)."""
         now = self._clock()
         self._expire(int(now))
-        span = min(float(WINDOW_S), max(now - self._started, 1.0))
+        span = min(float(self._window_s), max(now - self._started, 1.0))
         return sum(count for _, count in self._buckets) / span
 
     def _expire(self, second: int) -> None:
-        while self._buckets and self._buckets[0][0] <= second - WINDOW_S:
+        while self._buckets and self._buckets[0][0] <= second - self._window_s:
             self._buckets.popleft()

@@ -2,6 +2,11 @@
 
 Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
 names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+
+The spec's request has IncludeAuthorizedOperations but its response has no field to carry
+them; ``DescribedMirror.authorized_operations`` is that field as a tagged field (tag 0,
+Kafka's ``AuthorizedOperations`` int32 with its -2^31 "not requested" default), so a client
+built from the spec's schema reads the response unchanged.
 """
 
 from dataclasses import dataclass, field
@@ -12,6 +17,9 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta, i64
+
+AUTHORIZED_OPERATIONS_TAG = 0
+UNSET_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +82,12 @@ class DescribedMirror:
     """The cluster mirror name."""
     topics: tuple[TopicPartitions, ...]
     """Each topic in the mirror."""
+    authorized_operations: i32 = field(
+        metadata={"kafka_type": "int32", "tag": AUTHORIZED_OPERATIONS_TAG},
+        default=i32(UNSET_AUTHORIZED_OPERATIONS),
+    )
+    """32-bit bitfield of the caller's operations on this mirror (1 << AclOperation),
+    when the request asked for them."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

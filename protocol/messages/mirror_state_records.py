@@ -6,17 +6,22 @@ the flexible value struct. A null value is a tombstone. Record types:
 
 - 1: ``LastMirrorEpochsKey`` → ``LastMirrorEpochsValue``: the last mirror leader epoch of
   every partition of a mirror, written when topics stop mirroring, read back on failback;
-- 2: ``MirrorPartitionStateKey`` → ``MirrorPartitionStateValue``: one partition's state.
+- 2: ``MirrorPartitionStateKey`` → ``MirrorPartitionStateValue``: one partition's state;
+- 3: ``MirrorPartitionStateKeyV1`` → ``MirrorPartitionStateValue``: the same, keyed by
+  mirror name, topic id and partition.
 
-Both keys hold only the mirror name, exactly as the spec's schemas (and its
+Types 1 and 2 hold only the mirror name, exactly as the spec's schemas (and its
 ``kafka-dump-log`` sample: keySize 13 for "my-mirror") define them, so compaction keeps
-only the latest record of each type per mirror; a reader rebuilding partition states must
-replay the log rather than rely on compacted keys (see docs/protocol.md).
+only the latest record of each type per mirror. That is harmless for type 1 (each value
+is a snapshot of every LME of the mirror) but would drop partition states, so the broker
+writes partition states as type 3 and never type 2, which is decoded for the spec's
+sample (see docs/protocol.md).
 """
 
 import enum
 import io
 import struct
+import uuid
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeAlias
 
@@ -30,6 +35,7 @@ from mirrorsim.protocol.schema_reader import tolerant_reader
 MIRROR_STATE_TOPIC = "__mirror_state"
 LAST_MIRROR_EPOCHS_RECORD_TYPE = 1
 MIRROR_PARTITION_STATE_RECORD_TYPE = 2
+PARTITION_STATE_RECORD_TYPE = 3
 VALUE_VERSION = 0
 _INT16 = struct.Struct(">h")
 
@@ -117,27 +123,47 @@ class MirrorPartitionStateValue:
     """The mirror partition state (a ``MirrorPartitionStateId``)."""
 
 
-MirrorStateKey: TypeAlias = LastMirrorEpochsKey | MirrorPartitionStateKey
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MirrorPartitionStateKeyV1:
+    """Key of record type 3: one mirror partition's state (one key per partition)."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = False
+    mirror_name: str = field(metadata={"kafka_type": "string"})
+    """The cluster mirror name."""
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    """The mirror topic's id (what survives a delete-and-recreate of the name)."""
+    partition: i32 = field(metadata={"kafka_type": "int32"})
+    """The partition index."""
+
+
+MirrorStateKey: TypeAlias = (
+    LastMirrorEpochsKey | MirrorPartitionStateKey | MirrorPartitionStateKeyV1
+)
 MirrorStateValue: TypeAlias = LastMirrorEpochsValue | MirrorPartitionStateValue
 
 _KEY_CLASSES: dict[int, type[MirrorStateKey]] = {
     LAST_MIRROR_EPOCHS_RECORD_TYPE: LastMirrorEpochsKey,
     MIRROR_PARTITION_STATE_RECORD_TYPE: MirrorPartitionStateKey,
+    PARTITION_STATE_RECORD_TYPE: MirrorPartitionStateKeyV1,
 }
 _VALUE_CLASSES: dict[int, type[MirrorStateValue]] = {
     LAST_MIRROR_EPOCHS_RECORD_TYPE: LastMirrorEpochsValue,
     MIRROR_PARTITION_STATE_RECORD_TYPE: MirrorPartitionStateValue,
+    PARTITION_STATE_RECORD_TYPE: MirrorPartitionStateValue,
 }
 _RECORD_TYPES: dict[type, int] = {
     LastMirrorEpochsKey: LAST_MIRROR_EPOCHS_RECORD_TYPE,
     LastMirrorEpochsValue: LAST_MIRROR_EPOCHS_RECORD_TYPE,
     MirrorPartitionStateKey: MIRROR_PARTITION_STATE_RECORD_TYPE,
     MirrorPartitionStateValue: MIRROR_PARTITION_STATE_RECORD_TYPE,
+    MirrorPartitionStateKeyV1: PARTITION_STATE_RECORD_TYPE,
 }
 
 
 def record_type_of(entity: MirrorStateKey | MirrorStateValue) -> int:
-    """The record type (1 or 2) a key or value belongs to."""
+    """The record type a key belongs to (for a partition-state value: 2, the spec's)."""
     return _RECORD_TYPES[type(entity)]
 
 

@@ -24,6 +24,12 @@ FAST = [
 SLOW = ["disaster-failover", "failback-case-b"]
 UNCLEAN = ["ule-before-detection", "ule-undetectable", "ule-supported"]
 PROCESSES = ["disaster-failover-processes"]
+TOPOLOGIES = [
+    "topology-fan-out",
+    "topology-fan-in",
+    "topology-chain",
+    "topology-bidirectional",
+]
 
 
 def _minimal(**step: object) -> dict[str, object]:
@@ -40,7 +46,8 @@ def test_every_builtin_drill_parses_and_lists() -> None:
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.output.splitlines()]
     assert listed == sorted(builtin_paths())
-    assert set(FAST + SLOW + UNCLEAN + PROCESSES + ["retention", "demo"]) == set(listed)
+    named = FAST + SLOW + UNCLEAN + PROCESSES + TOPOLOGIES + ["retention", "demo"]
+    assert set(named) == set(listed)
 
 
 def test_a_cluster_runs_in_process_unless_its_mode_says_processes() -> None:
@@ -110,6 +117,14 @@ async def test_builtin_drill(name: str, tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", SLOW)
 async def test_builtin_drill_slow(name: str, tmp_path: Path) -> None:
     await _run(name, tmp_path)
+
+
+@pytest.mark.parametrize("name", TOPOLOGIES)
+async def test_topology_drill(name: str, tmp_path: Path) -> None:
+    """Fan-out, fan-in, chain and bidirectional mirroring: every mirrored partition ends
+    with its source's log end offset and exactly its bytes (the drill's assertions)."""
+    report = await _run(name, tmp_path)
+    assert report["assertions"] and all(a["passed"] for a in report["assertions"])
 
 
 async def test_builtin_drill_retention(tmp_path: Path) -> None:

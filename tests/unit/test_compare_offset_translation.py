@@ -1,4 +1,4 @@
-"""MM2 offset translation: spec 003's worked tables, exact, and the 64-entry cache's invariants."""
+"""MM2 offset translation: spec 003's worked tables, exact, and Kafka's OffsetSyncStore."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorsim.compare.offset_sync import (
-    GAP_PER_AGE,
     SYNCS_PER_PARTITION,
     UNTRANSLATABLE,
     OffsetSync,
@@ -62,16 +61,70 @@ def test_spec_003_offset_not_mirrored_yet_is_untranslatable() -> None:
     assert translate_downstream(SPEC_CACHE, 1_000_100, upstream_log_end=1_000_001) == -1
 
 
-def test_spec_003_cache_gaps_double_within_the_cache_invariant() -> None:
-    """The spec's snapshot is a table the cache may hold: each gap within its allowance,
-    and none of its entries could be dropped without exceeding it."""
-    latest = SPEC_CACHE[0].upstream_offset
+def test_spec_003_cache_gaps_double() -> None:
+    """The spec's snapshot spaces its entries as widely as Kafka's invariant B allows when
+    counted in syncs: gap k is 2^k syncs of 100 offsets."""
     gaps = [a.upstream_offset - b.upstream_offset for a, b in itertools.pairwise(SPEC_CACHE)]
     assert gaps == [100 * 2**i for i in range(13)]
-    allowances = [max(100, GAP_PER_AGE * (latest - s.upstream_offset)) for s in SPEC_CACHE[:-1]]
-    assert all(gap <= allowance for gap, allowance in zip(gaps, allowances, strict=True))
-    merged = [gaps[k] + gaps[k + 1] for k in range(len(gaps) - 1)]
-    assert all(m > allowance for m, allowance in zip(merged, allowances, strict=False))
+
+
+def _store_after(first: int, last: int, step: int) -> OffsetSyncCache:
+    cache = OffsetSyncCache()
+    for upstream in range(first, last + 1, step):
+        cache.update(OffsetSync(upstream, upstream - 100_000))
+    return cache
+
+
+# What Kafka's store holds after spec 003's scenario (a sync every 100 offsets up to
+# 1,000,000), and each row's closest sync, translation and re-read count through it.
+KAFKA_STORE_003 = (
+    1_000_000, 999_900, 999_800, 999_600, 999_200, 998_400, 995_200,
+    992_000, 985_600, 972_800, 921_600, 819_200, 614_400, 409_600, 0,
+)  # fmt: skip
+KAFKA_ROWS_003 = [  # (source offset, closest cached upstream, translated, re-read)
+    (1_000_000, 1_000_000, 900_000, 0),
+    (999_999, 999_900, 899_901, 98),
+    (999_890, 999_800, 899_801, 89),
+    (999_650, 999_600, 899_601, 49),
+    (999_200, 999_200, 899_200, 0),
+    (998_400, 998_400, 898_400, 0),
+    (996_800, 995_200, 895_201, 1599),
+    (993_600, 992_000, 892_001, 1599),
+    (987_200, 985_600, 885_601, 1599),
+    (974_400, 972_800, 872_801, 1599),
+    (948_800, 921_600, 821_601, 27199),
+    (897_600, 819_200, 719_201, 78399),
+    (795_200, 614_400, 514_401, 180799),
+    (590_400, 409_600, 309_601, 180799),
+]
+
+
+def test_spec_003_scenario_through_kafkas_store() -> None:
+    """Spec 003's scenario played through the store, not read off its snapshot.
+
+    Kafka's store keeps the syncs at 999800, 999600, 999200 and 998400, which the spec's
+    illustration spaces out; so every row re-reads at most what the spec's table says
+    (its gaps are the widest the invariants allow), and the consumer at 998400 re-reads
+    nothing instead of the illustration's 1499.
+    """
+    cache = _store_after(0, 1_000_000, 100)
+    assert tuple(s.upstream_offset for s in cache.syncs) == KAFKA_STORE_003
+    spec_re_reads = {source: re_read for source, _, _, re_read in SPEC_ROWS}
+    for source, closest, translated, re_read in KAFKA_ROWS_003:
+        at_or_before = [s for s in cache.syncs if s.upstream_offset <= source]
+        assert at_or_before[0].upstream_offset == closest
+        assert translate_downstream(cache.syncs, source, upstream_log_end=1_000_001) == translated
+        assert source - 100_000 - translated == re_read <= spec_re_reads[source]
+    assert translate_downstream(cache.syncs, 1_000_100, upstream_log_end=1_000_001) == -1
+
+
+def test_kafkas_own_sparse_translation_example() -> None:
+    """The distinct syncs Kafka's OffsetSyncStoreTest expects after syncs every 10 offsets
+    from 1000 (the last one read at startup) to 10000."""
+    cache = _store_after(1000, 10_000, 10)
+    assert [s.upstream_offset for s in cache.syncs] == [
+        10_000, 9990, 9970, 9940, 9880, 9640, 9160, 8680, 6760, 4840, 1000
+    ]  # fmt: skip
 
 
 def test_offset_older_than_every_sync_is_untranslatable() -> None:
@@ -131,8 +184,8 @@ def test_emitter_publishes_every_offset_lag_max_and_on_jumps() -> None:
     assert emitter.update(451, 250) == OffsetSync(451, 250)
 
 
-def _fill(granularity: int, steps: list[int]) -> tuple[OffsetSyncCache, list[OffsetSync]]:
-    cache = OffsetSyncCache(granularity)
+def _fill(steps: list[int]) -> tuple[OffsetSyncCache, list[OffsetSync]]:
+    cache = OffsetSyncCache()
     upstream = 0
     history = []
     for step in steps:
@@ -145,51 +198,36 @@ def _fill(granularity: int, steps: list[int]) -> tuple[OffsetSyncCache, list[Off
 STEPS = st.lists(st.one_of(st.integers(1, 500), st.integers(1, 2**54)), min_size=1, max_size=300)
 
 
-@given(granularity=st.integers(1, 200), steps=STEPS)
-def test_cache_invariants(granularity: int, steps: list[int]) -> None:
-    """Latest first, strictly older after it, the earliest sync last, at most 64 entries,
-    nothing dropped before the table is full, and every gap that hides a received sync
-    at most ``max(g, 3 * age of its newer end)``."""
-    cache, history = _fill(granularity, steps)
-    syncs = cache.syncs
-    latest = history[-1].upstream_offset
-    assert syncs[0] == history[-1] and syncs[-1] == history[0]
-    assert all(a.upstream_offset > b.upstream_offset for a, b in itertools.pairwise(syncs))
-    assert set(syncs) <= set(history)
-    assert len(syncs) == min(len(history), SYNCS_PER_PARTITION)
-    received = {s.upstream_offset for s in history}
-    for newer, older in itertools.pairwise(syncs):
-        hidden = any(older.upstream_offset < u < newer.upstream_offset for u in received)
-        allowance = max(granularity, GAP_PER_AGE * (latest - newer.upstream_offset))
-        assert not hidden or newer.upstream_offset - older.upstream_offset <= allowance
+@given(steps=STEPS)
+def test_store_invariants(steps: list[int]) -> None:
+    """Kafka's invariants for every pair of distinct slots: A (latest first), B (slot j
+    at most ``2^j - 2^i`` older than slot i), C (at least ``2^max(i-2,0)`` apart) and D
+    (the first sync last); strictly older syncs after newer ones; only received syncs."""
+    cache, history = _fill(steps)
+    slots = cache.slots
+    assert len(slots) == SYNCS_PER_PARTITION
+    assert slots[0] == history[-1] and slots[-1] == history[0]
+    assert set(slots) <= set(history)
+    for j in range(SYNCS_PER_PARTITION):
+        for i in range(j):
+            newer, older = slots[i].upstream_offset, slots[j].upstream_offset
+            if slots[i] is slots[j]:
+                continue
+            assert newer > older
+            assert newer >= older + 2 ** max(i - 2, 0)
+            assert newer <= older + 2**j - 2**i
 
 
-@given(granularity=st.integers(1, 200), steps=STEPS)
-def test_cache_translation_error_is_bounded_by_lag(granularity: int, steps: list[int]) -> None:
-    """Every received sync ``lag`` behind the latest translates through a cached sync
-    fewer than ``max(g, 3 * lag)`` offsets before it (the bound the invariant implies)."""
-    cache, history = _fill(granularity, steps)
-    latest = history[-1].upstream_offset
+@given(steps=STEPS)
+def test_every_received_sync_stays_translatable(steps: list[int]) -> None:
+    """Slot 63 keeps the first sync, so no received offset ever becomes untranslatable."""
+    cache, history = _fill(steps)
     for sync in history:
-        lag = latest - sync.upstream_offset
-        closest = max(
-            s.upstream_offset for s in cache.syncs if s.upstream_offset <= sync.upstream_offset
-        )
-        assert sync.upstream_offset - closest < max(granularity, GAP_PER_AGE * lag)
         assert translate_downstream(cache.syncs, sync.upstream_offset) != UNTRANSLATABLE
 
 
-def test_cache_regression_bursty_syncs_keep_recent_offsets_translatable() -> None:
-    """The history that once emptied the cache's middle (one sync kept per distance
-    bucket lost every sync between the first and the last few)."""
-    steps = [1, 1, 1, 145, 500, 500, 500, 1, 1, 1, 1, 7, 13, 500, 500, 500, 22, 500, 500,
-             11, 500, 84, 499, 499]  # fmt: skip
-    cache, history = _fill(1, steps)
-    assert cache.syncs == tuple(reversed(history))
-
-
-def test_cache_restarts_when_upstream_offsets_go_backwards() -> None:
-    cache = OffsetSyncCache(100)
+def test_store_restarts_when_upstream_offsets_go_backwards() -> None:
+    cache = OffsetSyncCache()
     for u in (0, 100, 200):
         cache.update(OffsetSync(u, u))
     cache.update(OffsetSync(50, 7))

@@ -20,8 +20,11 @@ from mirrorsim.broker.config import (
     validate_topic_configs,
 )
 
-# KIP-1279 defines this one as a topic config only, with no broker-level default.
-TOPIC_ONLY_CONFIGS = {"mirror.support.unclean.leader.election"}
+# KIP-1279 defines these as topic configs only, with no broker-level default.
+TOPIC_ONLY_CONFIGS = {
+    "mirror.support.unclean.leader.election",
+    "mirror.replication.throttled.replicas",
+}
 
 
 def test_every_topic_config_default_parses_and_has_a_broker_synonym() -> None:
