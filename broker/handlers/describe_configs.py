@@ -13,6 +13,7 @@ the mirror APIs answer. Each resource needs DESCRIBE_CONFIGS on its ACL resource
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any
 
 from mirrorsim.broker.auth.acl import AclOperation
@@ -77,9 +78,12 @@ async def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigVa
     layers = broker.config_layers()
     if resource_type == ConfigResourceType.BROKER:
         if name == CLUSTER_DEFAULT:
+            # The default entity is the same on every broker: the answering broker's own
+            # dynamic values must not hide it.
+            shared = replace(layers, dynamic_broker={})
             return [
                 v
-                for v in resolve_broker_config(layers)
+                for v in resolve_broker_config(shared)
                 if v.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
             ]
         if name != str(broker.broker_id):

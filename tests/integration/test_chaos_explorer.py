@@ -98,8 +98,8 @@ def test_the_command_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     a_file = tmp_path / "file"
     a_file.write_text("mine")
     result = CliRunner().invoke(cli, ["chaos", "--report", str(a_file)])
-    assert result.exit_code == 2
+    assert result.exit_code == 1
     assert "is a file" in result.output
     assert a_file.read_text() == "mine"
     result = CliRunner().invoke(cli, ["chaos", "--schedules", "0"])
-    assert result.exit_code == 2
+    assert result.exit_code == 1

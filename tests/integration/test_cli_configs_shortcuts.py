@@ -50,6 +50,14 @@ async def test_shortcuts_files_defaults_and_all_entities(
         "Completed updating default config for brokers in the cluster.\n",
     )
 
+    await wait_for(
+        lambda: all(
+            b.snapshot.topics["orders"].configs.get("retention.ms") == "1000"
+            and b.snapshot.dynamic_default_configs.get("log.retention.ms") == "7200000"
+            for b in cluster.brokers
+        ),
+        message="the topic override and the cluster default known to both brokers",
+    )
     result = await configs(bootstrap, "--entity-type", "topics", "--describe")
     assert result.stdout == (
         "Dynamic configs for topic clicks are:\n"
