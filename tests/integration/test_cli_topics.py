@@ -59,14 +59,19 @@ async def test_create_list_describe_alter_delete(start_cluster: Any, wait_for: A
 
     altered = await topics(bootstrap, "--alter", "--topic", "orders", "--partitions", "4")
     assert (altered.exit_code, altered.stdout) == (0, "")
-    described = await topics(bootstrap, "--describe", "--topic", "orders")
-    assert "PartitionCount: 4" in described.stdout.splitlines()[0]
+
+    async def grown() -> bool:
+        described = await topics(bootstrap, "--describe", "--topic", "orders")
+        return "PartitionCount: 4" in described.stdout.partition("\n")[0]
+
+    await wait_for(grown, message="orders described with 4 partitions")
 
     deleted = await topics(bootstrap, "--delete", "--topic", "clicks")
-    assert deleted.exit_code == 0
+    assert deleted.exit_code == 0, (deleted.stdout, deleted.stderr)
 
     async def gone() -> bool:
-        return (await topics(bootstrap, "--list")).stdout.splitlines() == ["orders"]
+        listed = (await topics(bootstrap, "--list")).stdout.splitlines()
+        return listed == ["__consumer_offsets", "orders"]
 
     await wait_for(gone, message="clicks deleted")
 
