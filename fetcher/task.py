@@ -244,14 +244,14 @@ class MirrorFetcherTask:
                 waits.append(action.until_ms)
             else:
                 await self._execute(mp, action)
-        if fetches and self._quota.exceeded():
-            throttled = [key for key in fetches if self._quota.is_throttled(*key)]
+        throttled = {key for key in fetches if self._quota.is_throttled(*key)}
+        if throttled and self._quota.exceeded():
             for key in throttled:
                 del fetches[key]
-            if throttled:
-                waits.append(_now_ms() + self._quota.delay_ms())
+            throttled = set()
+            waits.append(_now_ms() + self._quota.delay_ms())
         if fetches:
-            await self._fetch(fetches)
+            await self._fetch(fetches, throttled)
         elif waits:
             await self._idle(min(waits))
 
@@ -298,14 +298,15 @@ class MirrorFetcherTask:
         self.remove((mp.topic, mp.partition))
         self._sink.partition_failed(mp.topic, mp.partition, reason)
 
-    async def _fetch(self, fetches: dict[Key, Fetch]) -> None:
+    async def _fetch(self, fetches: dict[Key, Fetch], throttled: set[Key]) -> None:
+        """One Fetch for ``fetches``; the ``throttled`` among them size it and count
+        against the mirror replication quota."""
         request = self._session.build(
             {
                 key: PartitionRequest(f.offset, f.current_leader_epoch, f.last_fetched_epoch)
                 for key, f in fetches.items()
             }
         )
-        throttled = {key for key in fetches if self._quota.is_throttled(*key)}
         max_bytes = self._quota.fetch_bytes(FETCH_MAX_BYTES) if throttled else FETCH_MAX_BYTES
         ids = {key: mp.topic_id for key, mp in self.partitions.items()}
         for key in request.forgotten:
