@@ -3,6 +3,8 @@ kafka-mirrors' usage errors (which are decided before any connection is made).""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
@@ -13,7 +15,7 @@ from mirrorsim.cli.cmd_configs import parse_add_config
 from mirrorsim.cli.kafka_mirrors import main
 from mirrorsim.cli.mirror_actions import TopicPattern
 from mirrorsim.cli.output import kafka_list, table
-from mirrorsim.cli.properties import parse_properties
+from mirrorsim.cli.properties import load_properties, parse_properties
 from mirrorsim.client.admin_types import AclOperation
 
 BOOTSTRAP = ["--bootstrap-server", "127.0.0.1:1"]
@@ -157,3 +159,9 @@ def test_help_lists_the_spec_options() -> None:
         "--json",
     ):
         assert f"  {option}" in result.stdout
+
+
+def test_a_file_is_read_as_java_reads_it_iso_8859_1(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_bytes(b"sasl.username=j\xf6rg\nsasl.password=caf\\u00e9\n")
+    assert load_properties(path) == {"sasl.username": "j\u00f6rg", "sasl.password": "caf\u00e9"}
