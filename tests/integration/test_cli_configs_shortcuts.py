@@ -50,50 +50,24 @@ async def test_shortcuts_files_defaults_and_all_entities(
         "Completed updating default config for brokers in the cluster.\n",
     )
 
-    async def described(*args: str) -> str:
-        return (await configs(bootstrap, *args, "--describe")).stdout
-
-    topics_described = (
+    result = await configs(bootstrap, "--entity-type", "topics", "--describe")
+    assert result.stdout == (
         "Dynamic configs for topic clicks are:\n"
         "Dynamic configs for topic orders are:\n"
         "  retention.ms=1000 sensitive=false\n"
         "  segment.ms=5000 sensitive=false\n"
     )
-    brokers_described = (
-        "Dynamic configs for broker 1 are:\n"
-        "Dynamic configs for broker 2 are:\n"
-        "  log.retention.ms=3600000 sensitive=false\n"
+    result = await configs(bootstrap, "--entity-type", "brokers", "--describe")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "Dynamic configs for broker 1 are:"
+    assert "Dynamic configs for broker 2 are:" in lines
+    assert (
+        "  log.retention.ms=3600000 sensitive=false"
+        in lines[lines.index("Dynamic configs for broker 2 are:") :]
     )
-    default_line = "  log.retention.ms=7200000 sensitive=false"
-    # every broker sees a change once its metadata refresh has read it
-    assert await wait_for(
-        _equals(lambda: described("--entity-type", "topics"), topics_described),
-        message="topic overrides described",
-    )
-    assert await wait_for(
-        _equals(lambda: described("--entity-type", "brokers"), brokers_described),
-        message="broker 2's config described by broker 2",
-    )
-    assert await wait_for(
-        _contains(lambda: described("--entity-default"), default_line),
-        message="the cluster default described",
-    )
-    default = await described("--entity-default")
-    assert default.splitlines()[0] == "Default configs for brokers in the cluster are:"
-
-
-def _equals(get: Any, expected: str) -> Any:
-    async def check() -> bool:
-        return await get() == expected
-
-    return check
-
-
-def _contains(get: Any, line: str) -> Any:
-    async def check() -> bool:
-        return line in (await get()).splitlines()
-
-    return check
+    result = await configs(bootstrap, "--entity-default", "--describe")
+    assert result.stdout.splitlines()[0] == "Default configs for brokers in the cluster are:"
+    assert "  log.retention.ms=7200000 sensitive=false" in result.stdout.splitlines()
 
 
 async def test_entity_errors_are_one_line(start_cluster: Any) -> None:

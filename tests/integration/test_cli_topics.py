@@ -36,12 +36,11 @@ async def test_create_list_describe_alter_delete(start_cluster: Any, wait_for: A
     assert (created.exit_code, created.stdout) == (0, "Created topic orders.\n")
     assert (await topics(bootstrap, "--create", "--topic", "clicks")).exit_code == 0
 
-    await wait_for(
-        lambda: all({"orders", "clicks"} <= b.snapshot.topics.keys() for b in cluster.brokers),
-        message="both topics known to every broker",
-    )
-    listed = await topics(bootstrap, "--list", "--exclude-internal")
-    assert listed.stdout.splitlines() == ["clicks", "orders"]
+    async def listed() -> bool:
+        result = await topics(bootstrap, "--list", "--exclude-internal")
+        return result.stdout.splitlines() == ["clicks", "orders"]
+
+    await wait_for(listed, message="both topics listed")
 
     described = await topics(bootstrap, "--describe", "--topic", "ord.*")
     lines = described.stdout.splitlines()
@@ -59,12 +58,7 @@ async def test_create_list_describe_alter_delete(start_cluster: Any, wait_for: A
     assert len(lines) == 3
 
     altered = await topics(bootstrap, "--alter", "--topic", "orders", "--partitions", "4")
-    assert (altered.exit_code, altered.stdout) == (0, ""), altered.stderr
-
-    await wait_for(
-        lambda: all(len(b.snapshot.topics["orders"].partitions) == 4 for b in cluster.brokers),
-        message="4 partitions known to every broker",
-    )
+    assert (altered.exit_code, altered.stdout) == (0, "")
     described = await topics(bootstrap, "--describe", "--topic", "orders")
     assert "PartitionCount: 4" in described.stdout.splitlines()[0]
 
