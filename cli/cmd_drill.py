@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from mirrorsim.cli.errors import abort
+from mirrorsim.cli.output import wide_console
 from mirrorsim.drills import DrillResult, ScenarioError, builtin_scenarios, resolve, run_drill
 from mirrorsim.drills.report import ReportDirError, claim_report_dir
 
@@ -68,12 +69,12 @@ def quiet_client_logs() -> None:
 
 def print_result(result: DrillResult) -> None:
     table = Table(title=f"drill {result.scenario.name}")
-    table.add_column("check")
-    table.add_column("result")
+    table.add_column("check", overflow="fold")
+    table.add_column("result", overflow="fold")
     for outcome in result.outcomes:
         detail = "pass" if outcome.passed else f"FAIL (found {outcome.left!r})"
         table.add_row(outcome.text, detail)
-    out = Console(width=160)
+    out = wide_console()
     out.print(table)
     if result.error:
         out.print(f"[red]error:[/] {result.error.splitlines()[0]}")

@@ -20,6 +20,7 @@ from rich.console import Console
 
 from mirrorsim.cli.admin_session import command_config, kafka_errors
 from mirrorsim.cli.errors import abort
+from mirrorsim.cli.output import wide_console
 from mirrorsim.verify.inputs import load_committed_offsets, load_stop_offsets
 from mirrorsim.verify.job import LEVELS, read_cluster, read_segments, verify_logs
 from mirrorsim.verify.live_offsets import CommittedOffsets, read_committed_offsets
@@ -29,8 +30,6 @@ from mirrorsim.verify.replicas import broker_dirs, choose_replicas
 from mirrorsim.verify.segments import discover_partitions
 from mirrorsim.verify.session import LOCAL_MASTER, verification_session
 
-# Wide enough that a piped or captured table keeps every column readable.
-PIPED_WIDTH = 200
 _existing_dir = click.Path(exists=True, file_okay=False, path_type=Path)
 _existing_file = click.Path(exists=True, dir_okay=False, path_type=Path)
 # The last "module.Name(Error|Exception): message" line of a Python worker's traceback.
@@ -72,6 +71,11 @@ _RAISED_ERROR = re.compile(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception): .+)$", re.MU
 @click.option("--report", "report_path", type=click.Path(path_type=Path), help="JSON report.")
 @click.option("--master", default=LOCAL_MASTER, show_default=True, help="Spark master URL.")
 @click.option("--level", type=click.Choice(sorted(LEVELS)), default="batch", show_default=True)
+@click.option(
+    "--spark-logs",
+    is_flag=True,
+    help="Keep Spark's own start-up and warning lines on stderr (hidden by default).",
+)
 def verify(
     source_dir: Path | None,
     destination_dir: Path | None,
@@ -87,6 +91,7 @@ def verify(
     report_path: Path | None,
     master: str,
     level: str,
+    spark_logs: bool,
 ) -> None:
     """Compare two data dirs or two live clusters; exit 0 only when nothing diverges
     unexpectedly."""
@@ -119,7 +124,7 @@ def verify(
                 destination_commits = _live_commits(
                     destination_bootstrap, groups, topic, destination_properties
                 )
-        spark = verification_session(master)
+        spark = verification_session(master, spark_logs=spark_logs)
 
         with SparkProgress(spark.sparkContext, status) as progress, _reader_errors(live):
             report = verify_logs(
@@ -138,9 +143,7 @@ def verify(
                 destination_commits=destination_commits,
                 on_step=progress.step,
             )
-    out = Console()
-    if not out.is_terminal:
-        out.width = PIPED_WIDTH
+    out = wide_console()
     out.print(partitions_table(report))
     failures = failures_table(report)
     if failures is not None:

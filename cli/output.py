@@ -7,8 +7,21 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import click
+from rich.console import Console
 
 from mirrorsim.protocol.errors import KafkaError
+
+PIPED_WIDTH = 200
+"""Rich's width for piped or captured output: wide enough that no table column is cut."""
+
+
+def wide_console() -> Console:
+    """A console for stdout: the terminal's width on a terminal (tables fold their cells to
+    fit), ``PIPED_WIDTH`` otherwise instead of rich's 80 columns."""
+    console = Console()
+    if not console.is_terminal:
+        console.width = PIPED_WIDTH
+    return console
 
 
 def kafka_list(items: Iterable[object]) -> str:

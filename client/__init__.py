@@ -1,7 +1,99 @@
-"""The one async client connection layer (bootstrap, metadata, connections) and Admin."""
+"""The one async client connection layer (bootstrap, metadata, connections) and Admin.
+
+The Admin client's public types are importable from here, as Kafka's are from
+``org.apache.kafka.clients.admin``: ``from mirrorsim.client import Admin, NewTopic``.
+"""
 
 from mirrorsim.client.admin import Admin, SyncAdmin
+from mirrorsim.client.admin_types import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOp,
+    AlterConfigOpType,
+    BrokerInfo,
+    ClusterDescription,
+    ConfigEntry,
+    ConfigResource,
+    ConfigResourceType,
+    ConfigSource,
+    ConsumerGroupDescription,
+    ConsumerGroupListing,
+    ElectionType,
+    FeatureMetadata,
+    FeatureUpdate,
+    FinalizedVersionRange,
+    IsolationLevel,
+    ListOffsetsResultInfo,
+    MemberDescription,
+    MirrorDescription,
+    MirrorListing,
+    MirrorPartitionDescription,
+    NewTopic,
+    OffsetAndMetadata,
+    OffsetSpec,
+    PartitionInfo,
+    PatternType,
+    ResourceType,
+    Results,
+    ScramUpsertion,
+    SupportedVersionRange,
+    TopicDescription,
+    TopicPartition,
+)
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.features import UpgradeType
 
-__all__ = ["Admin", "BrokerConnection", "ClusterClient", "RequestSpec", "SyncAdmin"]
+__all__ = [
+    "AclBinding",
+    "AclBindingFilter",
+    "AclOperation",
+    "AclPermissionType",
+    "Admin",
+    "AlterConfigOp",
+    "AlterConfigOpType",
+    "BrokerConnection",
+    "BrokerInfo",
+    "ClientConfig",
+    "ClusterClient",
+    "ClusterDescription",
+    "ConfigEntry",
+    "ConfigResource",
+    "ConfigResourceType",
+    "ConfigSource",
+    "ConsumerGroupDescription",
+    "ConsumerGroupListing",
+    "ElectionType",
+    "ErrorCode",
+    "FeatureMetadata",
+    "FeatureUpdate",
+    "FinalizedVersionRange",
+    "IsolationLevel",
+    "KafkaConnectionError",
+    "KafkaError",
+    "ListOffsetsResultInfo",
+    "MemberDescription",
+    "MirrorDescription",
+    "MirrorListing",
+    "MirrorPartitionDescription",
+    "NewTopic",
+    "OffsetAndMetadata",
+    "OffsetSpec",
+    "PartitionInfo",
+    "PatternType",
+    "RequestSpec",
+    "RequestTimedOut",
+    "ResourceType",
+    "Results",
+    "ScramUpsertion",
+    "SupportedVersionRange",
+    "SyncAdmin",
+    "TopicDescription",
+    "TopicPartition",
+    "UpgradeType",
+]

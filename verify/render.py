@@ -21,9 +21,9 @@ def _offset(value: int | None) -> str:
 def partitions_table(report: VerifyReport) -> Table:
     table = Table(title=f"Mirror convergence ({report.level} level)")
     for column in ("TOPIC", "PARTITION", "STATUS", "SOURCE-LEO", "DESTINATION-LEO", "LAG"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for column in ("STOP-OFFSET", "MATCHED", "EXPECTED", "UNEXPECTED", "FIRST-UNEXPECTED"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in report.partitions:
         status = row["status"]
         table.add_row(
@@ -47,7 +47,7 @@ def failures_table(report: VerifyReport) -> Table | None:
     unexpected consumer-group check."""
     table = Table(title="Unexpected divergences")
     for column in ("TOPIC", "PARTITION", "GROUP", "OFFSET", "KIND", "EXPECTED", "FOUND"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     for row in report.partitions:
         if row["unexpected_divergences"]:
             table.add_row(

@@ -18,6 +18,8 @@ from mirrorsim.verify.kafka_source import KafkaDataSource
 from mirrorsim.verify.segment_source import SegmentDataSource
 
 LOCAL_MASTER = "local[*]"
+QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""Spark's JVM logs errors only: no banner, no NativeCodeLoader warning in the output."""
 
 
 def prepare_environment() -> None:
@@ -34,12 +36,18 @@ def prepare_environment() -> None:
 
 
 def verification_session(
-    master: str = LOCAL_MASTER, *, app_name: str = "mirrorsim-verify"
+    master: str = LOCAL_MASTER, *, app_name: str = "mirrorsim-verify", spark_logs: bool = False
 ) -> SparkSession:
-    """Get or create the session and register the mirrorsim data sources on it."""
+    """Get or create the session and register the mirrorsim data sources on it. Unless
+    ``spark_logs`` asks for Spark's own logging, a new driver JVM logs errors only."""
     prepare_environment()
+    builder = SparkSession.builder
+    if not spark_logs:
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG}"
+        )
     spark = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .appName(app_name)
         .config("spark.pyspark.python", os.environ["PYSPARK_PYTHON"])
         .config("spark.sql.python.filterPushdown.enabled", "true")

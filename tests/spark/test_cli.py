@@ -131,6 +131,30 @@ def test_a_cluster_data_dir_is_read_from_each_partitions_longest_replica(
     assert "--source-dir: orders-1 from broker-3 (longest of 1 replica(s)" in result.stderr
 
 
+def test_the_installed_command_prints_the_whole_table_without_sparks_start_up_lines(
+    logs: tuple[Path, Path],
+) -> None:
+    source, destination = logs
+    mirrorsim = str(Path(sys.executable).parent / "mirrorsim")
+    args = ["verify", "--source-dir", str(source), "--destination-dir", str(destination)]
+
+    result = subprocess.run(
+        [mirrorsim, *args, "--master", "local[2]"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+    assert result.returncode == 1, result.stderr
+    header = next(line for line in result.stdout.splitlines() if "FIRST-UNEXPECTED" in line)
+    assert len(header) > 80 and "DESTINATION-LEO" in header
+    for noise in ("log4j2-defaults", "Setting default log level", "NativeCodeLoader"):
+        assert noise not in result.stderr
+    jvm_notice = "WARNING: Using incubator modules: jdk.incubator.vector"
+    assert [line for line in result.stderr.splitlines() if line != jvm_notice] == []
+
+
 def test_bad_stop_offsets_file_is_a_user_error(
     spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path
 ) -> None:

@@ -3,12 +3,14 @@ kafka-mirrors' usage errors (which are decided before any connection is made).""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorsim.broker.properties_file import parse_properties
+from mirrorsim.broker.properties_file import load_properties, parse_properties
 from mirrorsim.cli.cmd_acls import parse_operation
 from mirrorsim.cli.cmd_configs import parse_add_config
 from mirrorsim.cli.kafka_mirrors import main
@@ -157,3 +159,9 @@ def test_help_lists_the_spec_options() -> None:
         "--json",
     ):
         assert f"  {option}" in result.stdout
+
+
+def test_a_file_is_read_as_java_reads_it_iso_8859_1(tmp_path: Path) -> None:
+    path = tmp_path / "client.properties"
+    path.write_bytes(b"sasl.username=j\xf6rg\nsasl.password=caf\\u00e9\n")
+    assert load_properties(path) == {"sasl.username": "j\u00f6rg", "sasl.password": "caf\u00e9"}
