@@ -148,7 +148,7 @@ async def test_create_partitions_needs_alter_and_delete_records_needs_delete(
 
 async def test_configs_need_describe_configs_and_alter_configs(secured: Secured) -> None:
     topic = ConfigResource(ConfigResourceType.TOPIC, TOPIC)
-    broker = ConfigResource(ConfigResourceType.BROKER, "0")
+    broker = ConfigResource(ConfigResourceType.BROKER, "1")
     retention = {topic: [AlterConfigOp("retention.ms", "60000")]}
     async with secured.admin("alice") as alice:
         assert (

@@ -269,7 +269,7 @@ def test_up_takes_a_server_properties_and_names_the_ignored_configs(
 
     watcher = threading.Thread(target=terminate_when_listening, daemon=True)
     watcher.start()
-    result = CliRunner().invoke(up, ["--server-properties", str(path)])
+    result = CliRunner().invoke(up, ["--server-properties", str(path), "--log-level", "ERROR"])
     watcher.join()
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [

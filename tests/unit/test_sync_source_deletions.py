@@ -37,7 +37,7 @@ def test_a_stop_reason_on_a_topic_outside_any_mirror_changes_nothing() -> None:
 def test_a_stopped_topic_goes_to_stopped_and_stays_there(state: MirrorPartitionState) -> None:
     name = effective_mirror_name({MIRROR_NAME: "m", MIRROR_STOP_REASON: "TOPIC_ID_MISMATCH"})
     event = event_for_config(state, name)
-    if state in (S.MIRRORING, S.PAUSED, S.FAILED):
-        assert event is MirrorEvent.STOP_REQUESTED
+    if state in (S.UNKNOWN, S.PREPARING, S.MIRRORING, S.PAUSED, S.FAILED):
+        assert event is MirrorEvent.STOP_REQUESTED  # a stop pre-empts PREPARING too
     else:
         assert event is None  # in particular STOPPED is not restarted (TOPIC_ADDED)
