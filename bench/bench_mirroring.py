@@ -178,6 +178,7 @@ async def _mirror_seconds(destination: ClusterRunner, partitions: int, end: int)
     """
     logs = [leader_log(destination, TOPIC, p) for p in range(partitions)]
     async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.start()
         started = time.monotonic()
         (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
         copying = logs

@@ -4,7 +4,7 @@ The Admin client's public types are importable from here, as Kafka's are from
 ``org.apache.kafka.clients.admin``: ``from mirrorsim.client import Admin, NewTopic``.
 """
 
-from mirrorsim.client.admin import Admin, SyncAdmin
+from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import (
     AclBinding,
     AclBindingFilter,
@@ -46,6 +46,7 @@ from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
+from mirrorsim.client.sync_admin import SyncAdmin
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
 

@@ -18,12 +18,11 @@ import asyncio
 import datetime
 import hashlib
 import secrets
-import threading
 import uuid
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mirrorsim.client.admin_types import (
     AclBinding,
@@ -65,6 +64,9 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 from mirrorsim.protocol.messages.describe_mirrors import UNSET_AUTHORIZED_OPERATIONS
+
+if TYPE_CHECKING:
+    from mirrorsim.client.sync_admin import SyncAdmin
 
 T = TypeVar("T")
 _ZERO_UUID = uuid.UUID(int=0)
@@ -108,16 +110,20 @@ class Admin:
         self.cluster = ClusterClient(bootstrap, client_id=client_id, config=config)
 
     async def __aenter__(self) -> Admin:
-        await self.start()
+        """Opens no connection: the first request bootstraps, as Kafka's Admin does."""
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
     async def start(self) -> None:
+        """Bootstrap now rather than at the first request, so an unreachable cluster fails
+        here; retries until ``default.api.timeout.ms``, then raises
+        ``KafkaConnectionError``."""
         await self.cluster.start()
 
     async def close(self) -> None:
+        """Close every broker connection; safe on an admin that never connected."""
         await self.cluster.close()
 
     @classmethod
@@ -129,6 +135,8 @@ class Admin:
         client_id: str = "mirrorsim-admin",
     ) -> SyncAdmin:
         """A blocking facade for scripts and the CLI; call ``close()`` (or use ``with``)."""
+        from mirrorsim.client.sync_admin import SyncAdmin  # imports this module
+
         return SyncAdmin(cls(bootstrap, config=config, client_id=client_id))
 
     @property
@@ -140,6 +148,9 @@ class Admin:
     async def create_topics(
         self, new_topics: Iterable[NewTopic], *, validate_only: bool = False
     ) -> Results[str]:
+        """CreateTopics to the controller; per topic None or its error (TOPIC_ALREADY_EXISTS,
+        INVALID_REPLICATION_FACTOR, ...). ``validate_only`` checks without creating.
+        """
         topics = [
             {
                 "name": t.name,
@@ -163,6 +174,9 @@ class Admin:
         )
 
     async def delete_topics(self, topics: Iterable[str]) -> Results[str]:
+        """DeleteTopics (by name) to the controller; per topic None or its error
+        (UNKNOWN_TOPIC_OR_PARTITION for a missing one).
+        """
         names = list(topics)
         spec = RequestSpec(
             ApiKey.DELETE_TOPICS,
@@ -181,14 +195,20 @@ class Admin:
         )
 
     async def list_topics(self, *, include_internal: bool = False) -> list[str]:
+        """The topic names of a Metadata request to any broker, sorted; internal topics only
+        when asked.
+        """
         metadata = await self.cluster.retrying(self.cluster.refresh_metadata)
         return sorted(
             name for name, t in metadata.topics.items() if include_internal or not t.is_internal
         )
 
     async def describe_topics(self, topics: Iterable[str]) -> dict[str, TopicDescription]:
-        """Raises the first topic's error at once (UNKNOWN_TOPIC_OR_PARTITION for a missing
-        topic), as Kafka's Admin does, rather than retrying until the api timeout."""
+        """Metadata for ``topics`` from any broker: partitions, leaders, replicas, ISR.
+
+        Raises the first topic's error at once (UNKNOWN_TOPIC_OR_PARTITION for a missing
+        topic), as Kafka's Admin does, rather than retrying until the api timeout.
+        """
         names = list(topics)
         metadata = await self.cluster.retrying(lambda: self.cluster.refresh_metadata(names))
         described = {}
@@ -204,6 +224,9 @@ class Admin:
     async def create_partitions(
         self, new_counts: Mapping[str, int], *, validate_only: bool = False
     ) -> Results[str]:
+        """CreatePartitions to the controller, raising each topic's partition count to
+        ``new_counts[topic]``; per topic None or its error (INVALID_PARTITIONS when not larger).
+        """
         spec = RequestSpec(
             ApiKey.CREATE_PARTITIONS,
             {
@@ -224,10 +247,12 @@ class Admin:
     async def elect_leaders(
         self, election_type: ElectionType, partitions: Iterable[TopicPartition] | None = None
     ) -> Results[TopicPartition]:
-        """ElectLeaders at the active controller; None elects every partition. NOT_CONTROLLER,
-        for the request or for a partition (the controller lost its lease mid-election),
-        sends the whole request again to the controller fresh metadata names, so an
-        election asked while the controller moves waits for the move, not the api timeout.
+        """ElectLeaders at the active controller; None elects every partition. Per partition
+        None or its error (ELECTION_NOT_NEEDED, ...).
+
+        NOT_CONTROLLER, for the request or for a partition (the controller lost its lease
+        mid-election), sends the whole request again to the controller fresh metadata names, so
+        an election asked while the controller moves waits for the move, not the api timeout.
         """
         wanted = None if partitions is None else list(partitions)
         by_topic: dict[str, list[int]] = defaultdict(list)
@@ -263,8 +288,12 @@ class Admin:
     async def describe_configs(
         self, resources: Iterable[ConfigResource]
     ) -> dict[ConfigResource, dict[str, ConfigEntry]]:
-        """A broker's own configs are asked of that broker (Kafka's Admin does the same:
-        only it knows its static and per-broker values); every other resource of any."""
+        """DescribeConfigs: every config of each resource, by name.
+
+        A broker's own configs are asked of that broker (Kafka's Admin does the same: only it
+        knows its static and per-broker values); every other resource of any broker. Raises a
+        resource's error (UNKNOWN_TOPIC_OR_PARTITION, ...).
+        """
         described: dict[ConfigResource, dict[str, ConfigEntry]] = {}
         for node_id, wanted in _config_targets(resources).items():
             spec = RequestSpec(
@@ -304,7 +333,10 @@ class Admin:
         *,
         validate_only: bool = False,
     ) -> Results[ConfigResource]:
-        """Routed as :meth:`describe_configs`: a broker's configs by that broker."""
+        """IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT per key), routed as
+        :meth:`describe_configs`: a broker's configs by that broker. Per resource None or its
+        error (INVALID_CONFIG, ...).
+        """
         outcomes: dict[ConfigResource, KafkaError | None] = {}
         for node_id, wanted in _config_targets(configs).items():
             spec = RequestSpec(
@@ -333,7 +365,12 @@ class Admin:
     # Cluster
 
     async def describe_cluster(self) -> ClusterDescription:
+        """Cluster id, controller and brokers: DescribeCluster to any broker, or Metadata when
+        the broker does not serve DescribeCluster.
+        """
+
         async def attempt() -> ClusterDescription:
+            await self.cluster.ensure_bootstrapped()
             connection = await self.cluster.connection(next(iter(self.cluster.brokers)))
             if connection.max_supported(ApiKey.DESCRIBE_CLUSTER, (0, 1, 2)) is None:
                 metadata = await self.cluster.refresh_metadata([])
@@ -361,7 +398,7 @@ class Admin:
     # Features (KIP-584)
 
     async def describe_features(self) -> FeatureMetadata:
-        """The supported and finalized features, from any broker's ApiVersions answer."""
+        """The supported and finalized features (KIP-584), from any broker's ApiVersions answer."""
         spec = RequestSpec(
             ApiKey.API_VERSIONS,
             {
@@ -387,10 +424,11 @@ class Admin:
     async def update_features(
         self, updates: Mapping[str, FeatureUpdate], *, validate_only: bool = False
     ) -> Results[str]:
-        """Change finalized feature levels at the active controller.
+        """UpdateFeatures to the active controller; per feature None or its error.
 
-        The controller accepts or refuses the request as a whole; a request-wide refusal
-        is every feature's error, as Kafka's admin client reports it.
+        The controller accepts or refuses the request as a whole; a request-wide refusal is
+        every feature's error, as Kafka's admin client reports it. Raises ``ValueError`` for no
+        updates.
         """
         if not updates:
             raise ValueError("Feature updates can not be null or empty.")
@@ -443,7 +481,9 @@ class Admin:
         *,
         isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> dict[TopicPartition, ListOffsetsResultInfo]:
-        """Offsets per partition; a spec is an ``OffsetSpec`` or a timestamp in ms."""
+        """ListOffsets to each partition's leader; a spec is an ``OffsetSpec`` or a timestamp in
+        ms. Raises UNKNOWN_TOPIC_OR_PARTITION at once for a partition that does not exist.
+        """
 
         async def to_leader(leader: int, group: dict[TopicPartition, int]) -> dict:
             spec = RequestSpec(
@@ -480,7 +520,10 @@ class Admin:
     async def delete_records(
         self, before_offsets: Mapping[TopicPartition, int]
     ) -> dict[TopicPartition, int]:
-        """Advance the log start offset of each partition; returns the new low watermarks."""
+        """DeleteRecords to each partition's leader, advancing its log start offset to the given
+        offset; returns the new low watermarks. Raises a partition's error
+        (OFFSET_OUT_OF_RANGE, ...).
+        """
 
         async def to_leader(leader: int, group: dict[TopicPartition, int]) -> dict:
             spec = RequestSpec(
@@ -505,6 +548,10 @@ class Admin:
     # Consumer groups
 
     async def list_consumer_groups(self) -> list[ConsumerGroupListing]:
+        """ListGroups to every broker (each lists the groups it coordinates), merged and sorted
+        by group id.
+        """
+
         async def from_broker(node_id: int) -> list[ConsumerGroupListing]:
             spec = RequestSpec(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
             response = await self.cluster.send_to_node(node_id, spec)
@@ -532,6 +579,10 @@ class Admin:
     async def describe_consumer_groups(
         self, group_ids: Iterable[str]
     ) -> dict[str, ConsumerGroupDescription]:
+        """DescribeGroups to each group's coordinator: state, protocol and members. Raises a
+        group's error (GROUP_AUTHORIZATION_FAILED, ...).
+        """
+
         async def describe(group_id: str) -> ConsumerGroupDescription:
             spec = RequestSpec(
                 ApiKey.DESCRIBE_GROUPS,
@@ -557,6 +608,10 @@ class Admin:
     async def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None
     ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """OffsetFetch to the group's coordinator: the committed offsets of ``partitions`` (all
+        of the group's when None); partitions without a commit are left out. Raises a
+        partition's error.
+        """
         wanted = None if partitions is None else list(partitions)
         await self.cluster.refresh_metadata(None if wanted is None else {tp.topic for tp in wanted})
         topics = None
@@ -606,7 +661,10 @@ class Admin:
     async def alter_consumer_group_offsets(
         self, group_id: str, offsets: Mapping[TopicPartition, OffsetAndMetadata | int]
     ) -> Results[TopicPartition]:
-        """Commit offsets for an inactive group (generation -1), as Kafka's Admin does."""
+        """OffsetCommit to the group's coordinator with generation -1, as Kafka's Admin does,
+        so the group must be inactive; per partition None or its
+        error.
+        """
         normalized = {
             tp: o if isinstance(o, OffsetAndMetadata) else OffsetAndMetadata(o)
             for tp, o in offsets.items()
@@ -653,6 +711,10 @@ class Admin:
         )
 
     async def delete_consumer_groups(self, group_ids: Iterable[str]) -> Results[str]:
+        """DeleteGroups to each group's coordinator; per group None or its error
+        (NON_EMPTY_GROUP while members are active, GROUP_ID_NOT_FOUND).
+        """
+
         async def delete(group_id: str) -> KafkaError | None:
             spec = RequestSpec(ApiKey.DELETE_GROUPS, {"groups_names": [group_id]})
             response = await self._to_coordinator(group_id, spec)
@@ -669,8 +731,10 @@ class Admin:
         upsertions: Iterable[ScramUpsertion] = (),
         deletions: Iterable[tuple[str, str]] = (),
     ) -> Results[str]:
-        """Create or replace SCRAM credentials (salted here: the password never leaves the
-        client) and delete (user, mechanism) pairs; per user, None or its error."""
+        """AlterUserScramCredentials to any broker: create or replace credentials (salted
+        here: the password never leaves the client) and delete (user, mechanism) pairs; per
+        user None or its error.
+        """
         spec = RequestSpec(
             ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
             {
@@ -689,8 +753,10 @@ class Admin:
     async def describe_user_scram_credentials(
         self, users: Iterable[str] | None = None
     ) -> dict[str, list[tuple[str, int]]]:
-        """user -> [(mechanism, iterations)]; every user with credentials when ``users``
-        is None. Raises the first error (RESOURCE_NOT_FOUND for a user without any)."""
+        """DescribeUserScramCredentials to any broker: user -> [(mechanism, iterations)]; every
+        user with credentials when ``users`` is None. Raises the first error
+        (RESOURCE_NOT_FOUND for a user without any).
+        """
         names = None if users is None else [{"name": u} for u in users]
         response = await self._to_any(
             RequestSpec(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, {"users": names})
@@ -708,6 +774,9 @@ class Admin:
     # ACLs
 
     async def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
+        """CreateAcls to any broker; per binding None or its error
+        (SECURITY_DISABLED without an authorizer, INVALID_REQUEST, ...).
+        """
         wanted = list(bindings)
         spec = RequestSpec(
             ApiKey.CREATE_ACLS,
@@ -737,6 +806,9 @@ class Admin:
     async def describe_acls(
         self, acl_filter: AclBindingFilter = MATCH_ALL_ACLS
     ) -> list[AclBinding]:
+        """DescribeAcls to any broker: every binding matching ``acl_filter`` (all by default).
+        Raises the request's error (SECURITY_DISABLED without an authorizer, ...).
+        """
         spec = RequestSpec(ApiKey.DESCRIBE_ACLS, _filter_fields(acl_filter))
         response = await self._to_any(spec)
         raise_for_error(response.error_code, response.error_message)
@@ -757,7 +829,8 @@ class Admin:
     async def delete_acls(
         self, filters: Iterable[AclBindingFilter]
     ) -> dict[AclBindingFilter, list[AclBinding]]:
-        """The bindings each filter deleted; raises the first filter's error."""
+        """DeleteAcls to any broker: the bindings each filter deleted. Raises the first
+        filter's error."""
         wanted = list(filters)
         spec = RequestSpec(ApiKey.DELETE_ACLS, {"filters": [_filter_fields(f) for f in wanted]})
         response = await self._to_any(spec)
@@ -782,6 +855,10 @@ class Admin:
     # Cluster mirroring (KIP-1279)
 
     async def create_mirror(self, name: str, configs: Mapping[str, str]) -> None:
+        """CreateMirror (KIP-1279) to any broker, which forwards it to the controller; ``configs``
+        are the mirror's source connection properties. Raises the error (MIRROR_ALREADY_EXISTS,
+        INVALID_CONFIG, ...).
+        """
         spec = RequestSpec(
             MirrorApiKey.CREATE_MIRROR,
             {"mirror_name": name, "config": [{"name": k, "value": v} for k, v in configs.items()]},
@@ -790,24 +867,44 @@ class Admin:
         raise_for_error(response.error_code, response.error_message)
 
     async def add_topics_to_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+        """AddTopicsToMirror to any broker (forwarded to the controller): mirror ``topics`` from
+        the mirror's source; per topic None or its error. Raises a request-wide error
+        (UNKNOWN_MIRROR, ...).
+        """
         return await self._mirror_topics(MirrorApiKey.ADD_TOPICS_TO_MIRROR, name, topics)
 
     async def remove_topics_from_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+        """RemoveTopicsFromMirror to any broker (forwarded to the controller): stop mirroring
+        ``topics``, leaving them writable; per topic None or its error. Raises a request-wide
+        error.
+        """
         return await self._mirror_topics(MirrorApiKey.REMOVE_TOPICS_FROM_MIRROR, name, topics)
 
     async def pause_mirror_topics(self, name: str, topics: Iterable[str]) -> Results[str]:
+        """PauseMirrorTopics to any broker (forwarded to the controller); per topic None or its
+        error. Raises a request-wide error.
+        """
         return await self._mirror_topics(MirrorApiKey.PAUSE_MIRROR_TOPICS, name, topics)
 
     async def resume_mirror_topics(self, name: str, topics: Iterable[str]) -> Results[str]:
+        """ResumeMirrorTopics to any broker (forwarded to the controller); per topic None or its
+        error. Raises a request-wide error.
+        """
         return await self._mirror_topics(MirrorApiKey.RESUME_MIRROR_TOPICS, name, topics)
 
     async def delete_mirror(self, name: str) -> None:
+        """DeleteMirror to any broker (forwarded to the controller). Raises the error
+        (UNKNOWN_MIRROR, ...).
+        """
         response = await self._to_any(
             RequestSpec(MirrorApiKey.DELETE_MIRROR, {"mirror_name": name})
         )
         raise_for_error(response.error_code, response.error_message)
 
     async def list_mirrors(self) -> list[MirrorListing]:
+        """ListMirrors to any broker: name, source bootstrap, source cluster id and topic count
+        of each mirror. Raises the request's error.
+        """
         response = await self._to_any(RequestSpec(MirrorApiKey.LIST_MIRRORS))
         raise_for_error(response.error_code, response.error_message)
         return [
@@ -820,11 +917,12 @@ class Admin:
     async def describe_mirrors(
         self, names: Iterable[str] | None = None, *, include_authorized_operations: bool = False
     ) -> dict[str, MirrorDescription]:
-        """State and lag of every partition of the named mirrors (when None: all mirrors the
-        caller may describe), with the caller's operations on each if asked.
+        """DescribeMirrors: state and lag of every partition of the named mirrors (when None:
+        all mirrors the caller may describe), with the caller's operations on each if asked.
 
-        Each broker reports the partitions it leads, so the request goes to every broker
-        and the answers are merged; a partition reported twice is kept once.
+        Each broker reports the partitions it leads, so the request goes to every broker and
+        the answers are merged; a partition reported twice is kept once. Raises a mirror's
+        error (UNKNOWN_MIRROR, ...).
         """
         spec = RequestSpec(
             MirrorApiKey.DESCRIBE_MIRRORS,
@@ -943,59 +1041,6 @@ class Admin:
 
     async def _topic_names_by_id(self) -> dict[uuid.UUID | None, str]:
         return {t.topic_id: name for name, t in self.cluster.metadata.topics.items()}
-
-
-class SyncAdmin:
-    """Blocking facade over ``Admin``: runs its event loop in a daemon thread.
-
-    Every async method of ``Admin`` is available with the same name and arguments and
-    returns its result (or raises its exception) synchronously.
-    """
-
-    def __init__(self, admin: Admin) -> None:
-        self._admin = admin
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(
-            target=self._loop.run_forever, name="admin-loop", daemon=True
-        )
-        self._thread.start()
-        try:
-            self._run(admin.start())
-        except BaseException:
-            self._stop_loop()
-            raise
-
-    def __enter__(self) -> SyncAdmin:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._admin, name)
-        if not asyncio.iscoroutinefunction(method):
-            return method
-
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            return self._run(method(*args, **kwargs))
-
-        return blocking
-
-    def close(self) -> None:
-        if self._loop.is_closed():
-            return
-        try:
-            self._run(self._admin.close())
-        finally:
-            self._stop_loop()
-
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-
-    def _stop_loop(self) -> None:
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
 
 
 def _by_topic(

@@ -189,6 +189,12 @@ class ClusterClient:
         """Connect to the first reachable bootstrap address and load the broker list."""
         await self.retrying(self._bootstrap_once, refresh=False)
 
+    async def ensure_bootstrapped(self) -> None:
+        """Load the broker list once, for clients that connect lazily on their first request
+        (one attempt; the caller's retry policy decides how long to keep trying)."""
+        if not self.brokers:
+            await self._bootstrap_once()
+
     async def close(self) -> None:
         for task in list(self._connecting.values()):
             task.cancel()
@@ -236,11 +242,13 @@ class ClusterClient:
         """Send to the active controller as the latest metadata names it. A controller that
         cannot be reached has most likely moved (or the answering broker's view was stale),
         so the retry after a connection failure asks for fresh metadata first instead of
-        knocking on the same door until the api timeout."""
+        knocking on the same door until the api timeout. A client that has not bootstrapped
+        yet does so first, so its first request goes straight to the controller it names."""
         stale = False
 
         async def once() -> Any:
             nonlocal stale
+            await self.ensure_bootstrapped()
             if stale or self.controller_id not in self.brokers:
                 await self.refresh_metadata([])
             try:
@@ -344,6 +352,7 @@ class ClusterClient:
         raise last_error
 
     async def _connect(self, node_id: int) -> BrokerConnection:
+        await self.ensure_bootstrapped()
         broker = self.brokers.get(node_id)
         if broker is None:
             raise KafkaConnectionError(f"node {node_id} is not in the cluster metadata")
