@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -39,7 +40,9 @@ def read_partition_metadata(directory: Path) -> uuid.UUID | None:
 
 def write_partition_metadata(directory: Path, topic_id: uuid.UUID) -> None:
     path = directory / FILE_NAME
-    tmp = path.with_name(FILE_NAME + ".tmp")
+    # One temporary file per writer thread: a cancelled refresh's thread may still be
+    # writing while the next refresh opens the same partition, and os.replace is atomic.
+    tmp = path.with_name(f"{FILE_NAME}.{os.getpid()}-{threading.get_ident()}.tmp")
     with open(tmp, "w") as f:
         f.write(f"version: 0\ntopic_id: {encode_topic_id(topic_id)}")
         f.flush()

@@ -42,7 +42,9 @@ def _errors(responses: list[Any]) -> list[tuple[int, str]]:
     return [(r[0], r[3]) for response in responses for r in response.resources]
 
 
-async def test_alter_configs_replaces_a_topics_overrides(admin: AIOKafkaAdminClient) -> None:
+async def test_alter_configs_replaces_a_topics_overrides(
+    admin: AIOKafkaAdminClient, cluster: Any, wait_for: Any
+) -> None:
     await admin.create_topics(
         [NewTopic("legacy", 1, 1, topic_configs={"retention.ms": "1000", "flush.ms": "5"})]
     )
@@ -50,6 +52,14 @@ async def test_alter_configs_replaces_a_topics_overrides(admin: AIOKafkaAdminCli
         [ConfigResource(ConfigResourceType.TOPIC, "legacy", {"segment.ms": "60000"})]
     )
     assert _errors(responses) == [(ErrorCode.NONE, "legacy")]
+    await wait_for(
+        lambda: all(
+            "legacy" in b.snapshot.topics
+            and b.snapshot.topics["legacy"].configs == {"segment.ms": "60000"}
+            for b in cluster.brokers
+        ),
+        message="the new overrides known to both brokers",
+    )
     assert await _topic_overrides(admin, "legacy") == {"segment.ms": "60000"}
 
 

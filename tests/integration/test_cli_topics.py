@@ -41,6 +41,10 @@ async def test_create_list_describe_alter_delete(start_cluster: Any, wait_for: A
         return result.stdout.splitlines() == ["clicks", "orders"]
 
     await wait_for(listed, message="both topics listed")
+    await wait_for(
+        lambda: all({"orders", "clicks"} <= set(b.snapshot.topics) for b in cluster.brokers),
+        message="both topics known to every broker",
+    )
 
     described = await topics(bootstrap, "--describe", "--topic", "ord.*")
     lines = described.stdout.splitlines()

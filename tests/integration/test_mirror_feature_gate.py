@@ -147,8 +147,12 @@ async def test_update_features_needs_alter_on_the_cluster(start_cluster: Any) ->
         (await alice.update_features(DISABLE)).all()
 
 
-async def test_kafka_clients_still_connect(cluster: Any, admin: Admin) -> None:
+async def test_kafka_clients_still_connect(cluster: Any, admin: Admin, wait_for: Any) -> None:
     (await admin.create_topics([NewTopic("orders", 1, 1)])).all()
+    await wait_for(
+        lambda: all("orders" in b.snapshot.topics for b in cluster.brokers),
+        message="orders known to every broker",
+    )
     (await admin.update_features(DISABLE)).all()
     producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap)
     await producer.start()
