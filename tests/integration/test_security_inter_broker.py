@@ -222,6 +222,7 @@ async def test_internal_calls_from_an_anonymous_plaintext_connection_are_refused
     )
     plaintext = listener_bootstrap(sasl_cluster, "EXTERNAL")
     async with Admin(bootstrap=plaintext, config={"default.api.timeout.ms": "5000"}) as anonymous:
+        await anonymous.start()
         node = sorted(anonymous.cluster.brokers)[0]
         states = await anonymous.cluster.send_to_node(node, read_states)
         assert states.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
