@@ -167,6 +167,7 @@ async def test_leader_sigkills_lose_and_duplicate_nothing(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # every restart is a new incarnation: fenced, then caught up
 async def test_twenty_leader_sigkills_lose_and_duplicate_nothing(
     process_cluster: Callable[..., Any], wait_for: Any
 ) -> None:
