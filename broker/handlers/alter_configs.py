@@ -14,16 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation
-from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.config import TOPIC_CONFIGS
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.config_alterations import answer_each_resource
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
-    acl_resource,
     current_topic,
 )
-from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.acl import AlterConfigOpType
@@ -34,19 +31,7 @@ ALTER_CONFIGS_KEY = 33
 
 @handles(ALTER_CONFIGS_KEY, min_version=0, max_version=2)
 async def handle(ctx: RequestContext, body: Any) -> Any:
-    responses = []
-    for resource in body.resources:
-        entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
-        try:
-            acl = acl_resource(resource.resource_type, resource.resource_name)
-            if acl is not None:
-                await authorize(ctx, AclOperation.ALTER_CONFIGS, *acl)
-            await _replace(ctx.broker, resource, body.validate_only)
-        except KafkaError as exc:
-            responses.append({**entry, **error_fields(exc)})
-        else:
-            responses.append({**entry, **error_fields(None)})
-    return respond(body, {"throttle_time": NO_THROTTLE, "responses": responses})
+    return await answer_each_resource(ctx, body, _replace)
 
 
 async def _replace(broker: Any, resource: Any, validate_only: bool) -> None:
