@@ -77,11 +77,21 @@ class MirrorStateTopic:
             await self._broker.refresh_metadata()
 
     def on_metadata_change(self) -> None:
-        """Load the partitions this broker now leads; forget those it no longer leads."""
+        """Load the partitions this broker now leads; forget those it no longer leads.
+
+        A partition counts as led only when the snapshot names this broker its leader and
+        the replica manager already hosts it as leader: a broker that restarts fenced sees
+        its leaderships in the snapshot before it applies them."""
         topic = self._broker.snapshot.topics.get(MIRROR_STATE_TOPIC)
-        led = set()
+        named = set()
         if topic is not None:
-            led = {p.partition for p in topic.partitions if p.leader == self._broker.broker_id}
+            named = {p.partition for p in topic.partitions if p.leader == self._broker.broker_id}
+        hosted = {
+            p.index
+            for p in self._broker.replica_manager.partitions()
+            if p.topic == MIRROR_STATE_TOPIC and p.is_leader
+        }
+        led = named & hosted
         for index in list(self._stores):
             if index not in led:
                 del self._stores[index]

@@ -164,7 +164,9 @@ def _check_acks(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) ->
 
 def _check_fences(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
     """Writes acknowledged after a remove (until the topic is added again) lie past its
-    MIRROR_PID_RESET and carry its epoch or a later one."""
+    MIRROR_PID_RESET and carry its epoch or a later one. The epoch is read only where the
+    final log still holds the acknowledged record: a later add may have replaced it (a
+    discard the loss check accounts for)."""
     for removal in entry.removes:
         if removal.pid_reset_offset is None:
             continue
@@ -187,7 +189,9 @@ def _check_fences(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) 
                     f"the MIRROR_PID_RESET at {removal.pid_reset_offset}",
                 )
                 continue
-            epoch = log.epoch_at(ack.offset) if log is not None else None
+            if log is None or log.values.get(ack.offset) != ack.values[0]:
+                continue
+            epoch = log.epoch_at(ack.offset)
             fence = removal.pid_reset_epoch
             if epoch is not None and fence is not None and epoch < fence:
                 entry.violate(

@@ -35,8 +35,9 @@ class AckedWrite:
     values: tuple[str, ...]
     state_at_ack: str | None
     """The topic's mirror state on ``cluster`` read right after the acknowledgement
-    (None: not a mirror topic there). Any state but STOPPED means the write was accepted
-    while the mirror still owned the partition."""
+    (None: not a mirror topic there; UNANSWERED: the cluster could not be asked). Any
+    other state but STOPPED means the write was accepted while the mirror still owned
+    the partition."""
 
 
 @dataclass(slots=True)

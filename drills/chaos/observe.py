@@ -39,15 +39,28 @@ class LogRecords:
         return None
 
 
+OFFLINE = "OFFLINE"
+"""What ``mirror_state`` reports when no mirror reports the partition because it has no
+leader to report it: whether a mirror holds it cannot be told then."""
+UNANSWERED = "UNANSWERED"
+"""What a caller records when the cluster could not be asked at all."""
+
+
 async def mirror_state(cluster: DrillCluster, topic: str) -> str | None:
     """The state DescribeMirrors reports for ``topic``'s partition 0 on ``cluster``, in
-    any mirror (None: no mirror holds it)."""
+    any mirror (None: no mirror holds it; ``OFFLINE``: the partition has no leader, and
+    only its leader reports it)."""
     async with Admin(bootstrap=cluster.bootstrap, config=OBSERVER_ADMIN) as admin:
         described = await admin.describe_mirrors()
-    for mirror in described.values():
-        for p in mirror.partitions:
-            if p.topic == topic and p.partition == PARTITION:
-                return p.state
+        for mirror in described.values():
+            for p in mirror.partitions:
+                if p.topic == topic and p.partition == PARTITION:
+                    return p.state
+        metadata = await admin.cluster.refresh_metadata([topic])
+    info = metadata.topics.get(topic)
+    partition = None if info is None else info.partitions.get(PARTITION)
+    if partition is not None and partition.leader_id < 0:
+        return OFFLINE
     return None
 
 

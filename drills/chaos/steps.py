@@ -36,7 +36,13 @@ from mirrorsim.drills.chaos.journal import (
     RemoveRecord,
 )
 from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
-from mirrorsim.drills.chaos.observe import PARTITION, log_end, mirror_state, read_log
+from mirrorsim.drills.chaos.observe import (
+    PARTITION,
+    UNANSWERED,
+    log_end,
+    mirror_state,
+    read_log,
+)
 from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
@@ -96,9 +102,10 @@ async def _in_states(cluster: DrillCluster, topic: str, states: set[str]) -> boo
 
 
 async def _state_or_none(cluster: DrillCluster, topic: str) -> str | None:
+    """``mirror_state``, or ``UNANSWERED`` when the cluster refused to be asked."""
     with contextlib.suppress(*REFUSALS):
         return await mirror_state(cluster, topic)
-    return None
+    return UNANSWERED
 
 
 async def _acknowledge(
@@ -115,7 +122,7 @@ async def _acknowledge(
     entry.acks.append(
         AckedWrite(entry.step, cluster, topic, PARTITION, outcome.offset, tuple(values), state)
     )
-    if state not in (None, "STOPPED"):
+    if state not in (None, "STOPPED", UNANSWERED):
         entry.violate(
             WRITABLE, f"{cluster}/{topic}: produce acknowledged at {outcome.offset} in {state}"
         )
@@ -172,6 +179,20 @@ async def _add(
         return
     entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
+    await _wait_seen_in_mirror(ctx.cluster(cluster), topic)
+
+
+async def _wait_seen_in_mirror(cluster: DrillCluster, topic: str) -> None:
+    """Wait (bounded) until the partition's leader reports it in a mirror, as an operator
+    checks with ``kafka-mirrors --describe``: an accepted add reaches the leaders with the
+    next metadata refresh, and until then the leader still takes produce as for a plain
+    topic. A leader that stays away is the final check's business."""
+
+    async def seen() -> bool:
+        return await _state_or_none(cluster, topic) not in (None, UNANSWERED)
+
+    with contextlib.suppress(DrillTimeout):
+        await wait_until(seen, ADD_RETRY_S, f"{topic} seen in a mirror on {cluster.name}")
 
 
 def _counted(step: Any) -> Any:
@@ -314,9 +335,10 @@ async def chaos_grant_acl(
 
 
 async def _writable_side(ctx: DrillContext, cluster: str, topic: str) -> bool:
-    """Whether ``topic`` on ``cluster`` is out of every mirror's hands (STOPPED or never
-    mirrored): only there must what an operator grants survive the sync. A shrunk
-    schedule may grant where the topic is still mirrored; the sync may undo that."""
+    """Whether ``topic`` on ``cluster`` is seen out of every mirror's hands (STOPPED or
+    never mirrored): only there must what an operator grants survive the sync. A remove
+    that was refused, a partition without a leader, or a shrunk schedule may leave a
+    grant where the topic is still mirrored; the sync may undo that."""
     return await _state_or_none(ctx.cluster(cluster), topic) in (None, "STOPPED")
 
 
