@@ -984,7 +984,9 @@ class Admin:
         )
         response = await self._to_any(spec)
         raise_for_error(response.error_code, response.error_message)
-        return Results({t.name: error_from_wire(t.error_code) for t in response.topics})
+        return Results(
+            {t.name: error_from_wire(t.error_code, t.error_message) for t in response.topics}
+        )
 
     # Routing
 

@@ -26,8 +26,11 @@ from mirrorsim.broker.metadata.controller import NewTopicRequest
 from mirrorsim.broker.metadata.mirror_configs import validate_mirror_configs
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicRecord
+from mirrorsim.client.admin import Admin
 from mirrorsim.client.cluster import RequestSpec
-from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS
+from mirrorsim.coordinator.mirror_cycles import cycle_error, mirrored_from_here
+from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS, source_client_id
+from mirrorsim.coordinator.source_pool import connection_settings
 from mirrorsim.coordinator.state_machine import (
     PAUSED_SUFFIX,
     REMOVED_SUFFIX,
@@ -233,6 +236,9 @@ class MirrorLifecycle:
             configs = await self._source_topic_configs(source, list(on_source), excluded)
         except KafkaError as exc:
             return {name: results.get(name, exc) for name in names}
+        for name, back in (await self._mirrored_back(mirror, list(on_source))).items():
+            results[name] = cycle_error(name, back)
+            del on_source[name]
         to_create = [
             NewTopicRequest(
                 name,
@@ -264,6 +270,20 @@ class MirrorLifecycle:
             tagged[name] = {**kept, **configs.get(name, {}), MIRROR_NAME: mirror}
         results.update(await self._broker.controller.set_configs_of_topics(tagged))
         return {name: results[name] for name in names}
+
+    async def _mirrored_back(self, mirror: str, names: list[str]) -> Mapping[str, str]:
+        """Of ``names``, those the source mirrors from this cluster (see
+        ``mirror_cycles``), asked through a short-lived Admin on the mirror's own
+        connection settings."""
+        if not names:
+            return {}
+        settings = connection_settings(self._coordinator.sources.configs(mirror))
+        async with Admin(
+            settings[BOOTSTRAP_SERVERS],
+            config=settings,
+            client_id=f"{source_client_id(self._broker.broker_id, mirror)}-cycle-check",
+        ) as source:
+            return await mirrored_from_here(source, self._broker.cluster_id, names)
 
     @staticmethod
     def _excluded_topic_configs(mirror_configs: Mapping[str, str]) -> PatternList:

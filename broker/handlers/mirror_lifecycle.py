@@ -135,7 +135,7 @@ async def _topic_rpc(
                 "throttle_time": NO_THROTTLE,
                 **error_fields(exc),
                 "mirror_name": body.mirror_name,
-                "topics": [{"name": t.topic_name, "error_code": exc.code} for t in body.topics],
+                "topics": [_topic_result(t.topic_name, exc) for t in body.topics],
             },
         )
     return respond(
@@ -144,9 +144,13 @@ async def _topic_rpc(
             "throttle_time": NO_THROTTLE,
             **error_fields(None),
             "mirror_name": body.mirror_name,
-            "topics": [
-                {"name": name, "error_code": ErrorCode.NONE if error is None else error.code}
-                for name, error in results.items()
-            ],
+            "topics": [_topic_result(name, error) for name, error in results.items()],
         },
     )
+
+
+def _topic_result(name: str, error: KafkaError | None) -> dict[str, Any]:
+    """A topic's result; the refusal's reason travels in the tagged ``error_message``."""
+    if error is None:
+        return {"name": name, "error_code": ErrorCode.NONE}
+    return {"name": name, "error_code": error.code, "error_message": error.message}

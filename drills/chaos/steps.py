@@ -46,7 +46,7 @@ from mirrorsim.drills.chaos.observe import (
 from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
-from mirrorsim.protocol.errors import KafkaError
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 SETTLE_S = 20.0
 """The stated bound: every operation reaches a settled state within this many seconds
@@ -166,20 +166,35 @@ async def _start_mirror(
 async def _add(
     ctx: DrillContext, entry: ChaosJournal, cluster: str, mirror: str, source: str, topic: str
 ) -> None:
-    async def added() -> bool:
+    async def added() -> bool | KafkaError:
         async with _admin(ctx.cluster(cluster)) as admin:
-            (await admin.add_topics_to_mirror(mirror, [topic])).all()
+            try:
+                (await admin.add_topics_to_mirror(mirror, [topic])).all()
+            except KafkaError as exc:
+                if _closes_a_cycle(exc):
+                    return exc
+                raise
         return True
 
     try:
-        await wait_until(added, ADD_RETRY_S, f"{topic} added to {mirror}")
+        outcome = await wait_until(added, ADD_RETRY_S, f"{topic} added to {mirror}")
     except DrillTimeout:
         entry.refused += 1
         entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic, False))
         return
+    if isinstance(outcome, KafkaError):
+        entry.refused += 1
+        return
     entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
     await _wait_seen_in_mirror(ctx.cluster(cluster), topic)
+
+
+def _closes_a_cycle(error: KafkaError) -> bool:
+    """The refusal of an add that would mirror a topic back to the cluster mirroring it
+    (``coordinator/mirror_cycles.py``): final, unlike the INVALID_REQUEST of a partition
+    still STOPPING, so it is not retried and no start is journaled."""
+    return error.code == ErrorCode.INVALID_REQUEST and "close a cycle" in str(error)
 
 
 async def _wait_seen_in_mirror(cluster: DrillCluster, topic: str) -> None:

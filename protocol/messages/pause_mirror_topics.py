@@ -14,6 +14,8 @@ from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32Timedelta
 
+TOPIC_ERROR_MESSAGE_TAG = 0
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicData:
@@ -52,6 +54,11 @@ class TopicResult:
     """The topic name."""
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""
+    error_message: str | None = field(
+        metadata={"kafka_type": "string", "tag": TOPIC_ERROR_MESSAGE_TAG}, default=None
+    )
+    """Why the topic was refused, or null. A tagged field (tag 0) the spec's schema lacks:
+    a client built from that schema reads the response unchanged."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

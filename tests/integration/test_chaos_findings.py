@@ -22,6 +22,8 @@ def _schedule(tag: str, *lines: tuple[str, dict]) -> Schedule:
 _NAMED = {
     "chaos_setup": ("topic", "mirror"),
     "chaos_remove": ("topic", "mirror"),
+    "chaos_add": ("topic", "mirror"),
+    "chaos_failback": ("topic", "mirror"),
     "chaos_grant_acl": ("topic",),
     "chaos_produce": ("topic",),
     "chaos_alter_config": ("topic",),
@@ -68,3 +70,25 @@ async def test_grants_after_a_refused_remove_are_not_counted_as_the_operators() 
         outcome = await explorer.run(schedule)
     assert outcome.error is None
     assert outcome.violations == []
+
+
+async def test_mirroring_a_topic_back_during_its_failback_is_refused_and_nothing_diverges() -> None:
+    """A failback mirror on ``a`` and then the topic added back on ``b`` mirrored it both
+    ways at once: each side truncated to the other's epochs and the final logs differed
+    from batch 0 (destination-equals-source). The add on ``b`` is now refused."""
+    schedule = _schedule(
+        "cycle",
+        ("chaos_produce", {"cluster": "b", "records": 3}),
+        ("chaos_remove", {"cluster": "b"}),
+        ("chaos_produce", {"cluster": "b", "records": 3}),
+        ("chaos_produce", {"cluster": "a", "records": 3}),
+        ("chaos_failback", {"cluster": "a", "source": "b"}),
+        ("chaos_add", {"cluster": "b", "source": "a"}),
+        ("chaos_remove", {"cluster": "a"}),
+        ("chaos_produce", {"cluster": "a", "records": 3}),
+    )
+    async with Explorer() as explorer:
+        outcome = await explorer.run(schedule)
+    assert outcome.error is None
+    assert outcome.violations == []
+    assert outcome.refused >= 1

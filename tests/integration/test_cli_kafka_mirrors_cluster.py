@@ -73,7 +73,7 @@ async def test_create_add_list_and_errors(
     )
     assert (result.exit_code, result.stderr) == (
         1,
-        "Error: TOPIC_ALREADY_IN_MIRROR: The topic is already assigned to a mirror\n",
+        "Error: TOPIC_ALREADY_IN_MIRROR: Topic my-topic is already in mirror my-mirror\n",
     )
 
     result = await invoke(destination.bootstrap, "--delete", "--mirror", "my-mirror")

@@ -23,7 +23,7 @@ from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.client.cluster import ClusterClient
-from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.records import (
     MirrorPidReset,
     RawBatch,
@@ -153,3 +153,38 @@ async def test_a_failover_after_a_restart_while_the_source_is_down_names_the_sto
     last = batches_of(destination, "orders", 0)[-1]
     assert last.is_control
     assert decode_control_batch(last) == MirrorPidReset(source_cluster_id)
+
+
+async def test_mirroring_a_topic_back_while_its_failback_runs_is_refused_as_a_cycle(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """After a failover to b and a failback mirror on a, adding the topic on b back to its
+    mirror from a would mirror it both ways at once, which the spec does not support: the
+    add is refused with INVALID_REQUEST, and b keeps what it acknowledged. Once a stops
+    its copy, the same add goes ahead (the end of a failback)."""
+    a = await start_cluster("primary", configs=MIRROR_CONFIGS)
+    b = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    async with Admin(bootstrap=a.bootstrap) as admin:
+        (await admin.create_topics([NewTopic("orders", 1, 1)])).all()
+    await produce(a.bootstrap, "orders", 4)
+    await _mirror(b.bootstrap, a.bootstrap, ["orders"])
+    await wait_for(lambda: mirrored_up_to(a, b, "orders", 0), timeout=20)
+    await _fail_over(b, "orders", wait_for)
+    await produce(b.bootstrap, "orders", 2, tag="written-on-b")
+    on_b = [_fingerprint(x) for x in batches_of(b, "orders", 0)]
+    await _mirror(a.bootstrap, b.bootstrap, ["orders"])
+    await wait_for(lambda: mirror_state(a, "orders", 0) == "MIRRORING", timeout=20)
+
+    async with Admin(bootstrap=b.bootstrap) as admin:
+        result = await admin.add_topics_to_mirror(MIRROR, ["orders"])
+    with pytest.raises(KafkaError) as refused:
+        result.all()
+    assert refused.value.code == ErrorCode.INVALID_REQUEST
+    assert "cycle" in str(refused.value)
+    assert mirror_state(b, "orders", 0) == "STOPPED"
+    assert [_fingerprint(x) for x in batches_of(b, "orders", 0)] == on_b
+
+    await _fail_over(a, "orders", wait_for)
+    async with Admin(bootstrap=b.bootstrap) as admin:
+        (await admin.add_topics_to_mirror(MIRROR, ["orders"])).all()
+    await wait_for(lambda: mirror_state(b, "orders", 0) == "MIRRORING", timeout=20)

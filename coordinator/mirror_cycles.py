@@ -1,0 +1,57 @@
+"""Refusing an add that would mirror a topic back to the cluster it is mirrored from.
+
+The spec supports bidirectional mirroring only for different topics: a topic mirrored
+from A to B and back from B to A at once has both copies read-only, each truncating to
+the other's epochs, and no record can be trusted to survive ("Unlike MirrorMaker 2,
+Cluster Mirroring does not need special cycle detection or prevention logic because the
+read-only enforcement inherently blocks the conditions that would create infinite
+replication loops"). Chains (A to B to C) are supported, so being a mirror topic on the
+source is not enough to refuse: the add is refused when the source holds the topic in a
+mirror whose source cluster is this one and has not STOPPED it (a failback in progress).
+
+The source is asked with its own ListMirrors and DescribeMirrors. A source that does not
+serve them, or does not let the mirror's principal describe its mirrors, has none this
+check can see, and the add goes ahead as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Mapping
+
+from mirrorsim.client.admin import Admin
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
+
+STOPPED = "STOPPED"
+
+
+async def mirrored_from_here(
+    source: Admin, cluster_id: str, topics: Iterable[str]
+) -> Mapping[str, str]:
+    """Of ``topics``, those the source holds, not STOPPED, in a mirror whose source cluster
+    is ``cluster_id``; each with that mirror's name."""
+    wanted = set(topics)
+    if not wanted or not cluster_id:
+        return {}
+    with contextlib.suppress(KafkaError, OSError, TimeoutError):
+        listed = await source.list_mirrors()
+        back = [m.name for m in listed if m.source_cluster_id == cluster_id]
+        if not back:
+            return {}
+        described = await source.describe_mirrors(back)
+        return {
+            p.topic: name
+            for name, mirror in described.items()
+            for p in mirror.partitions
+            if p.topic in wanted and p.state != STOPPED
+        }
+    return {}
+
+
+def cycle_error(topic: str, source_mirror: str) -> KafkaError:
+    return KafkaError(
+        ErrorCode.INVALID_REQUEST,
+        f"Topic {topic} is mirrored from this cluster by mirror {source_mirror} on the "
+        f"source; mirroring it back would close a cycle, which cluster mirroring does not "
+        f"support. Remove it from {source_mirror} first",
+    )
