@@ -39,14 +39,6 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.broker.config import MIRROR_NAME, MIRROR_STOP_REASON, TOPIC_CONFIGS
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
@@ -86,7 +78,15 @@ from mirrorsim.coordinator.sync import (
     diff_topics,
     topic_overrides,
 )
-from mirrorsim.protocol.acl import AlterConfigOpType
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOpType,
+    PatternType,
+    ResourceType,
+)
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
@@ -31,6 +30,7 @@ from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respon
 from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
 from mirrorsim.coordinator.state_client import StateUpdate, StoredState
 from mirrorsim.coordinator.state_machine import MirrorPartitionState, parse_mirror_name
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 

@@ -1,5 +1,5 @@
 """The sync rules stay pure: no event loop, socket, file or database, and no dependency
-on other layers beyond the broker's ACL value types."""
+on other layers beyond the ACL value types in `protocol/`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 SYNC_DIR = Path(__file__).resolve().parents[2] / "coordinator" / "sync"
 BANNED = {"asyncio", "socket", "selectors", "ssl", "sqlalchemy", "os", "pathlib", "io"}
-ALLOWED_PROJECT_IMPORTS = ("mirrorsim.coordinator.sync", "mirrorsim.broker.auth.acl")
+ALLOWED_PROJECT_IMPORTS = ("mirrorsim.coordinator.sync", "mirrorsim.protocol.acl")
 
 
 def imports(path: Path) -> list[str]:
