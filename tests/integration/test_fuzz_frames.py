@@ -390,7 +390,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
     broker = BrokerThread(tmp_path_factory.mktemp("fuzz"))
     broker.start()
     failures = HandlerFailures()
-    dispatcher_log = logging.getLogger("mirrorsim.broker.network.dispatcher")
+    dispatcher_log = logging.getLogger("mirrorsim.broker.handlers.dispatcher")
     dispatcher_log.addHandler(failures)
     try:
         broker.run(_create_topic(broker.broker.bootstrap))
