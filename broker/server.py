@@ -54,6 +54,7 @@ from mirrorsim.broker.network.listeners import Listeners
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
 from mirrorsim.broker.txn.service import TransactionService
+from mirrorsim.coordinator.lifecycle import MirrorLifecycle
 from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 
@@ -119,6 +120,7 @@ class Broker:
         self.transactions: TransactionService
         self.cluster_controller: ClusterController
         self.mirrors: MirrorCoordinator
+        self.mirror_lifecycle: MirrorLifecycle
         self.mirror_metadata: MirrorMetadataManager
 
     @property
@@ -239,6 +241,7 @@ class Broker:
         self.transactions = TransactionService(self)
         # cluster mirroring: partition states, fetchers, failover
         self.mirrors = MirrorCoordinator(self)
+        self.mirror_lifecycle = MirrorLifecycle(self)
         observe_mirrors(self.metrics.mirror, self)
         resources.push_async_callback(self.mirrors.stop)
         await self.server.start()
