@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from mirrorsim.protocol.errors import KafkaError
 
@@ -17,6 +17,7 @@ TopicResults = dict[str, KafkaError | None]
 """Per topic: None when done, else the error to answer for it."""
 
 
+@runtime_checkable
 class MirrorListingView(Protocol):
     @property
     def name(self) -> str: ...
@@ -31,6 +32,7 @@ class MirrorListingView(Protocol):
     def topic_count(self) -> int: ...
 
 
+@runtime_checkable
 class MirrorLifecyclePort(Protocol):
     async def create_mirror(self, name: str, configs: Mapping[str, str | None]) -> None: ...
 

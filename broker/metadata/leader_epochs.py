@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from mirrorsim.broker.metadata.models import UnknownTopicError
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 
+@runtime_checkable
 class LeaderEpochStore(Protocol):
     def raise_leader_epochs(self, topic: str, minimums: Mapping[int, int]) -> list[int]: ...
 
 
+@runtime_checkable
 class LeaderEpochHost(Protocol):
     """What a bump needs of the broker: its metadata store and a refresh of what it serves."""
 
