@@ -33,13 +33,13 @@ from kio.static.primitive import i32
 
 from mirrorsim.broker.log.epoch_cache import LeaderEpochFileCache
 from mirrorsim.broker.metrics.requests import error_counts
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.cluster import (
     ClusterMetadata,
     PartitionInfo,
     TopicInfo,
     _metadata_from_response,
 )
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import error_code_from_wire
 from mirrorsim.protocol.framing import FrameAssembler
 

@@ -23,13 +23,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from mirrorsim.bench.waiting import median_ms
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.coordinator.sync import (
     AclScope,
     GroupType,
@@ -41,6 +34,13 @@ from mirrorsim.coordinator.sync import (
     diff_acls,
     diff_groups,
     diff_topics,
+)
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
 )
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

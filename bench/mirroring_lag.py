@@ -45,10 +45,10 @@ from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.compare.workload import produce_batch
 from mirrorsim.coordinator.state_machine import MirrorPartitionState
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.framing import decode_response, encode_request
 from mirrorsim.protocol.records import Compression, Record, build_batch

@@ -37,6 +37,7 @@ from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
+from mirrorsim.broker.handlers.dispatcher import Dispatcher
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
@@ -49,11 +50,11 @@ from mirrorsim.broker.metrics.broker_metrics import metrics_port
 from mirrorsim.broker.metrics.mirror_view import observe_mirrors
 from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
-from mirrorsim.broker.network.dispatcher import Dispatcher
 from mirrorsim.broker.network.listeners import Listeners
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
 from mirrorsim.broker.txn.service import TransactionService
+from mirrorsim.coordinator.lifecycle import MirrorLifecycle
 from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 
@@ -119,6 +120,7 @@ class Broker:
         self.transactions: TransactionService
         self.cluster_controller: ClusterController
         self.mirrors: MirrorCoordinator
+        self.mirror_lifecycle: MirrorLifecycle
         self.mirror_metadata: MirrorMetadataManager
 
     @property
@@ -239,6 +241,7 @@ class Broker:
         self.transactions = TransactionService(self)
         # cluster mirroring: partition states, fetchers, failover
         self.mirrors = MirrorCoordinator(self)
+        self.mirror_lifecycle = MirrorLifecycle(self)
         observe_mirrors(self.metrics.mirror, self)
         resources.push_async_callback(self.mirrors.stop)
         await self.server.start()

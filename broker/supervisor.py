@@ -26,9 +26,9 @@ from typing import IO
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.config import stringify
 from mirrorsim.broker.ports import restartable_port
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import KafkaError
 
 log = logging.getLogger(__name__)

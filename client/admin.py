@@ -1,6 +1,6 @@
 """Kafka's Admin API in snake_case, plus KIP-1279's mirror management methods.
 
-Every method describes its request once (see ``mirrorsim.client.builder``) and the cluster
+Every method describes its request once (see ``mirrorsim.protocol.builder``) and the cluster
 client builds it at the version the target broker supports. Batch operations return a
 ``Results`` mapping each entity to None or its ``KafkaError``; a request-wide error is
 raised. Retriable errors (connection loss, NOT_CONTROLLER, COORDINATOR_LOAD_IN_PROGRESS,

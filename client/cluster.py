@@ -27,7 +27,6 @@ from typing import Any, TypeVar
 import tenacity
 
 from mirrorsim.client.backoff import ReconnectBackoff
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import (
@@ -36,6 +35,7 @@ from mirrorsim.client.errors import (
     UnsupportedVersion,
     raise_for_error,
 )
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.messages.constants import COORDINATOR_TYPE_MIRROR
 from mirrorsim.protocol.registry import request_class
@@ -95,7 +95,7 @@ class ClusterMetadata:
 
 @dataclass(frozen=True, slots=True)
 class RequestSpec:
-    """A request described once for every version; see ``mirrorsim.client.builder``."""
+    """A request described once for every version; see ``mirrorsim.protocol.builder``."""
 
     api_key: int
     fields: Mapping[str, Any] = field(default_factory=dict)

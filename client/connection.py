@@ -27,9 +27,9 @@ from typing import Any
 
 from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
 
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion
 from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings, new_exchange
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
     FrameAssembler,

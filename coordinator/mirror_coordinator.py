@@ -66,11 +66,12 @@ from mirrorsim.coordinator.replica_truncation import (
 from mirrorsim.coordinator.source_clusters import SourceClusters
 from mirrorsim.coordinator.source_deletions import effective_mirror_name
 from mirrorsim.coordinator.source_pool import connection_settings
-from mirrorsim.coordinator.state_client import MirrorStateClient, StateUpdate
+from mirrorsim.coordinator.state_client import MirrorStateClient
 from mirrorsim.coordinator.state_machine import (
     MirrorEvent,
     MirrorPartitionKey,
     MirrorPartitionState,
+    StateUpdate,
     event_for_config,
     next_state,
     parse_mirror_name,

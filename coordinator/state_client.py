@@ -20,31 +20,22 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import raise_for_error
 from mirrorsim.coordinator.batching import KeyedBatcher
 from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
-from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
+from mirrorsim.coordinator.state_machine import (
+    NO_EPOCH,
+    MirrorPartitionKey,
+    MirrorPartitionState,
+    StateUpdate,
+    StoredState,
+)
 from mirrorsim.coordinator.state_topic import MirrorStateTopic
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-
-NO_EPOCH = -1
-
-
-@dataclass(frozen=True, slots=True)
-class StoredState:
-    state: MirrorPartitionState
-    last_mirror_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class StateUpdate:
-    state: MirrorPartitionState | None = None
-    last_mirror_epoch: int | None = None
 
 
 class MirrorStateClient:

@@ -66,6 +66,26 @@ class MirrorPartitionState(enum.IntEnum):
     UNKNOWN = MirrorPartitionStateId.UNKNOWN
 
 
+NO_EPOCH = -1
+"""The last mirrored epoch of a partition that has mirrored nothing."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredState:
+    """A partition's state and last mirrored epoch as ``__mirror_state`` holds them."""
+
+    state: MirrorPartitionState
+    last_mirror_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class StateUpdate:
+    """A change to a stored state; None leaves that field as it is."""
+
+    state: MirrorPartitionState | None = None
+    last_mirror_epoch: int | None = None
+
+
 class MirrorEvent(enum.Enum):
     TOPIC_ADDED = "topic added to the mirror (mirror.name set)"
     LEADER_ELECTED = "a new destination leader must re-align its log"

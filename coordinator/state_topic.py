@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Protocol, runtime_checkable
 
+from mirrorsim.broker.log.results import AppendInfo
+from mirrorsim.broker.metadata.view import ClusterSnapshot
+from mirrorsim.broker.replica.partition import Partition
 from mirrorsim.coordinator.mirror_state_store import (
     MirrorStateRecord,
     MirrorStateStore,
@@ -28,14 +31,66 @@ from mirrorsim.coordinator.mirror_state_store import (
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
 from mirrorsim.protocol.records import Record, build_batch, decode_records
+from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
 
 STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "retention.ms": "-1"}
 
 
+@runtime_checkable
+class StateTopicCreator(Protocol):
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        num_partitions: int,
+        replication_factor: int,
+        configs: Mapping[str, str | None] | None,
+    ) -> object: ...
+
+
+@runtime_checkable
+class StateTopicReplicas(Protocol):
+    def partition(self, topic: str, partition: int) -> Partition: ...
+
+    def partitions(self) -> list[Partition]: ...
+
+    def append_internal(
+        self, topic: str, partition: int, batches: list[RawBatch]
+    ) -> AppendInfo: ...
+
+    async def wait_for_isr(
+        self, topic: str, partition: int, last_offset: int, timeout_ms: int
+    ) -> None: ...
+
+
+@runtime_checkable
+class StateTopicHost(Protocol):
+    """What the state topic needs of its broker: who it is, what the metadata says, how
+    to create the topic, and the replica manager that holds its partitions."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def controller(self) -> StateTopicCreator: ...
+
+    @property
+    def replica_manager(self) -> StateTopicReplicas: ...
+
+    def config(self, name: str) -> Any: ...
+
+    def live_brokers(self) -> Collection[object]: ...
+
+    async def refresh_metadata(self) -> None: ...
+
+
 class MirrorStateTopic:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: StateTopicHost) -> None:
         self._broker = broker
         self._stores: dict[int, MirrorStateStore] = {}
 

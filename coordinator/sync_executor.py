@@ -37,20 +37,15 @@ import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.broker.config import MIRROR_NAME, MIRROR_STOP_REASON, TOPIC_CONFIGS
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
+from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicExistsError
+from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.view import ClusterSnapshot
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import ConfigResource, ConfigResourceType, ConsumerGroupListing
@@ -86,7 +81,15 @@ from mirrorsim.coordinator.sync import (
     diff_topics,
     topic_overrides,
 )
-from mirrorsim.protocol.acl import AlterConfigOpType
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    AlterConfigOpType,
+    PatternType,
+    ResourceType,
+)
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
@@ -113,6 +116,23 @@ _COORDINATOR_MOVED = frozenset(
         ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
     }
 )
+
+
+@runtime_checkable
+class SyncDestination(Protocol):
+    """What a sync cycle needs of the destination broker it runs in: the metadata it
+    reads, the store and controller it writes through, and a refresh to see its writes."""
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    @property
+    def controller(self) -> MetadataController: ...
+
+    async def refresh_metadata(self) -> None: ...
 
 
 class MirrorTopicStopper(Protocol):
@@ -202,7 +222,7 @@ class MirrorSyncExecutor:
 
     def __init__(
         self,
-        broker: Any,
+        broker: SyncDestination,
         *,
         destination_admin: Callable[[], Awaitable[Admin]],
         destination_committers: Callable[[], Awaitable[list[ClusterClient]]],

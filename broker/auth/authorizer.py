@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mirrorsim.broker.auth.acl import (
+from mirrorsim.protocol.acl import (
     WILDCARD,
     AclBinding,
     AclOperation,

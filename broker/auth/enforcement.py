@@ -14,8 +14,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.authorizer import AclAuthorizer, parse_super_users
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DENIAL_CODES: dict[ResourceType, ErrorCode] = {

@@ -10,7 +10,10 @@ import asyncio
 from itertools import groupby
 from typing import Any
 
-from mirrorsim.broker.auth.acl import (
+from mirrorsim.broker.auth.enforcement import authorize, invalidate_acls
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.protocol.acl import (
     AclBinding,
     AclFilter,
     AclOperation,
@@ -19,9 +22,6 @@ from mirrorsim.broker.auth.acl import (
     PatternType,
     ResourceType,
 )
-from mirrorsim.broker.auth.enforcement import authorize, invalidate_acls
-from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_ACLS_KEY = 29

@@ -7,11 +7,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext
 from mirrorsim.broker.handlers.config_resources import acl_resource
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.protocol.acl import AclOperation
 from mirrorsim.protocol.errors import KafkaError
 
 Apply = Callable[[Any, Any, bool], Awaitable[None]]

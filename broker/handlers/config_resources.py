@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, ResourceType
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, ResourceType
 
 
 class ConfigResourceType(enum.IntEnum):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DELETE_TOPICS_KEY = 20

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, ResourceType
 from mirrorsim.broker.auth.enforcement import authorized_operations
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.network.advertised import advertised_brokers
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_CLUSTER_KEY = 60

@@ -16,7 +16,6 @@ import asyncio
 from dataclasses import replace
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.config import (
     ConfigSource,
@@ -33,6 +32,7 @@ from mirrorsim.broker.handlers.config_resources import (
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
+from mirrorsim.protocol.acl import AclOperation
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_CONFIGS_KEY = 32

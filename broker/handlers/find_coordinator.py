@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.group.ownership import coordinator_id
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.network.advertised import readvertised
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 FIND_COORDINATOR_KEY = 10

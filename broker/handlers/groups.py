@@ -15,7 +15,6 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorized_names, is_authorized
 from mirrorsim.broker.group import CommittedOffset, GroupCoordinator, TopicPartition
 from mirrorsim.broker.group.messages import (
@@ -27,6 +26,7 @@ from mirrorsim.broker.group.messages import (
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode
 
 OFFSET_COMMIT = 8

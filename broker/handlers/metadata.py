@@ -13,7 +13,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import (
     authorized_names,
     authorized_operations,
@@ -29,6 +28,7 @@ from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.broker.network.advertised import advertised_brokers
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 METADATA_KEY = 3

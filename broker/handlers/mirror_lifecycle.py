@@ -5,7 +5,7 @@ ResumeMirrorTopics (103) answer per topic; a request-wide problem (an unknown mi
 ALTER on the ClusterMirror resource) is the top-level error. Authorization follows the
 spec's destination permissions table: CREATE (CreateMirror), ALTER (the topic RPCs and
 DeleteMirror) and DESCRIBE (ListMirrors filters) on the mirror, READ on each topic.
-The work is ``MirrorLifecycle``'s.
+The work is the mirror coordinator's, reached through ``MirrorLifecyclePort``.
 """
 
 from __future__ import annotations
@@ -13,16 +13,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorize, authorized_names
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
+from mirrorsim.broker.handlers.mirror_ports import MirrorLifecyclePort, TopicResults
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
-from mirrorsim.coordinator.lifecycle import MirrorLifecycle
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-
-TopicResults = dict[str, KafkaError | None]
 
 
 @handles(MirrorApiKey.CREATE_MIRROR, min_version=0, max_version=0)
@@ -30,7 +28,7 @@ TopicResults = dict[str, KafkaError | None]
 async def create_mirror(ctx: RequestContext, body: Any) -> Any:
     try:
         await authorize(ctx, AclOperation.CREATE, ResourceType.CLUSTER_MIRROR, body.mirror_name)
-        await MirrorLifecycle(ctx.broker).create_mirror(
+        await _lifecycle(ctx).create_mirror(
             body.mirror_name, {c.name: c.value for c in body.config}
         )
     except KafkaError as exc:
@@ -41,7 +39,7 @@ async def create_mirror(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.LIST_MIRRORS, min_version=0, max_version=0)
 @requires_mirroring
 async def list_mirrors(ctx: RequestContext, body: Any) -> Any:
-    listings = await MirrorLifecycle(ctx.broker).list_mirrors()
+    listings = await _lifecycle(ctx).list_mirrors()
     visible = await authorized_names(
         ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER_MIRROR, [m.name for m in listings]
     )
@@ -69,7 +67,7 @@ async def list_mirrors(ctx: RequestContext, body: Any) -> Any:
 async def delete_mirror(ctx: RequestContext, body: Any) -> Any:
     try:
         await authorize(ctx, AclOperation.ALTER, ResourceType.CLUSTER_MIRROR, body.mirror_name)
-        await MirrorLifecycle(ctx.broker).delete_mirror(body.mirror_name)
+        await _lifecycle(ctx).delete_mirror(body.mirror_name)
     except KafkaError as exc:
         return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(exc)})
     return respond(body, {"throttle_time": NO_THROTTLE, **error_fields(None)})
@@ -78,7 +76,7 @@ async def delete_mirror(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.ADD_TOPICS_TO_MIRROR, min_version=0, max_version=0)
 @requires_mirroring
 async def add_topics_to_mirror(ctx: RequestContext, body: Any) -> Any:
-    lifecycle = MirrorLifecycle(ctx.broker)
+    lifecycle = _lifecycle(ctx)
     ids = {t.topic_name: t.topic_id for t in body.topics}
     return await _topic_rpc(
         ctx,
@@ -90,7 +88,7 @@ async def add_topics_to_mirror(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.REMOVE_TOPICS_FROM_MIRROR, min_version=0, max_version=0)
 @requires_mirroring
 async def remove_topics_from_mirror(ctx: RequestContext, body: Any) -> Any:
-    lifecycle = MirrorLifecycle(ctx.broker)
+    lifecycle = _lifecycle(ctx)
     return await _topic_rpc(
         ctx, body, lambda names: lifecycle.remove_topics(body.mirror_name, names)
     )
@@ -99,7 +97,7 @@ async def remove_topics_from_mirror(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.PAUSE_MIRROR_TOPICS, min_version=0, max_version=0)
 @requires_mirroring
 async def pause_mirror_topics(ctx: RequestContext, body: Any) -> Any:
-    lifecycle = MirrorLifecycle(ctx.broker)
+    lifecycle = _lifecycle(ctx)
     return await _topic_rpc(
         ctx, body, lambda names: lifecycle.pause_topics(body.mirror_name, names)
     )
@@ -108,7 +106,7 @@ async def pause_mirror_topics(ctx: RequestContext, body: Any) -> Any:
 @handles(MirrorApiKey.RESUME_MIRROR_TOPICS, min_version=0, max_version=0)
 @requires_mirroring
 async def resume_mirror_topics(ctx: RequestContext, body: Any) -> Any:
-    lifecycle = MirrorLifecycle(ctx.broker)
+    lifecycle = _lifecycle(ctx)
     return await _topic_rpc(
         ctx, body, lambda names: lifecycle.resume_topics(body.mirror_name, names)
     )
@@ -154,3 +152,8 @@ def _topic_result(name: str, error: KafkaError | None) -> dict[str, Any]:
     if error is None:
         return {"name": name, "error_code": ErrorCode.NONE}
     return {"name": name, "error_code": error.code, "error_message": error.message}
+
+
+def _lifecycle(ctx: RequestContext) -> MirrorLifecyclePort:
+    lifecycle: MirrorLifecyclePort = ctx.broker.mirror_lifecycle
+    return lifecycle

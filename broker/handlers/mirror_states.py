@@ -22,19 +22,23 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
-from mirrorsim.coordinator.leader_epochs import bump_leader_epochs
-from mirrorsim.coordinator.state_client import StateUpdate, StoredState
-from mirrorsim.coordinator.state_machine import MirrorPartitionState, parse_mirror_name
+from mirrorsim.broker.metadata.leader_epochs import bump_leader_epochs
+from mirrorsim.coordinator.state_machine import (
+    NO_EPOCH,
+    MirrorPartitionState,
+    StateUpdate,
+    StoredState,
+    parse_mirror_name,
+)
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
-NO_EPOCH = -1
 CLUSTER_MIRROR_OPERATIONS = (
     AclOperation.CREATE,
     AclOperation.DELETE,

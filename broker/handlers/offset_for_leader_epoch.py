@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorize, is_authorized
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import ReplicaManager
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 OFFSET_FOR_LEADER_EPOCH_KEY = 23

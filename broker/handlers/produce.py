@@ -12,11 +12,11 @@ import asyncio
 import datetime
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.replica import AppendResult, ReplicaManager
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, RecordErrorsError
 
 PRODUCE_KEY = 0

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
-from mirrorsim.client.builder import build
+from mirrorsim.protocol.builder import build
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.registry import response_class
 

@@ -16,7 +16,6 @@ import asyncio
 from collections import Counter
 from typing import Any
 
-from mirrorsim.broker.auth.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.broker.auth.credentials import (
     delete_scram_credential,
     scram_users,
@@ -30,6 +29,7 @@ from mirrorsim.broker.auth.scram import (
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 DESCRIBE_USER_SCRAM_CREDENTIALS_KEY = 50

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.handlers.txn_errors import for_version
 from mirrorsim.broker.txn.coordinator import TransactionCoordinator
 from mirrorsim.broker.txn.state import TopicPartition
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 ADD_PARTITIONS_TO_TXN_KEY = 24

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.group import GroupCoordinator
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.txn.pending_offsets import PendingTxnOffsets
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode
 
 TXN_OFFSET_COMMIT_KEY = 28

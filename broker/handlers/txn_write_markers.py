@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from mirrorsim.broker.auth.acl import AclOperation, ResourceType
 from mirrorsim.broker.auth.enforcement import CLUSTER, is_authorized
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import respond
@@ -22,6 +21,7 @@ from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.manager import wall_clock_ms
 from mirrorsim.broker.txn.pending_offsets import PendingTxnOffsets
 from mirrorsim.broker.txn.state import GROUP_OFFSETS_TOPIC
+from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.records import ControlRecordType, build_control_batch
 

@@ -33,14 +33,6 @@ from sqlalchemy import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.broker.metadata import change_counter, schema
 from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.ids import new_cluster_id
@@ -55,6 +47,14 @@ from mirrorsim.broker.metadata.models import (
     UnknownTopicError,
 )
 from mirrorsim.broker.metadata.view import ClusterSnapshot
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 CLUSTER_DEFAULT = ""

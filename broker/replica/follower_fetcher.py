@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mirrorsim.broker.config import MIRROR_NAME
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
 

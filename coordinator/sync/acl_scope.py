@@ -30,8 +30,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mirrorsim.broker.auth.acl import WILDCARD, AclBinding, PatternType, ResourceType
 from mirrorsim.coordinator.sync.topics import MirrorTopic, MirrorTopicStatus
+from mirrorsim.protocol.acl import WILDCARD, AclBinding, PatternType, ResourceType
 
 INTERNAL_TOPIC_PREFIX = "__"
 

@@ -28,14 +28,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from mirrorsim.broker.auth.acl import (
+from mirrorsim.coordinator.sync.acl_scope import AclScope
+from mirrorsim.coordinator.sync.patterns import SyncFilterError, split_list
+from mirrorsim.protocol.acl import (
     AclBinding,
     AclOperation,
     AclPermissionType,
     ResourceType,
 )
-from mirrorsim.coordinator.sync.acl_scope import AclScope
-from mirrorsim.coordinator.sync.patterns import SyncFilterError, split_list
 
 MIRROR_ACL_INCLUDE = "mirror.acl.include"
 DEFAULT_ACL_INCLUDE = "*"

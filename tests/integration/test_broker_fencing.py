@@ -22,8 +22,8 @@ from test_replication import FAST, TOPIC, broker, create_topic, in_sync, produce
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.controller.alter_partition import BrokerSession, PartitionWriter
 from mirrorsim.broker.server import Broker
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 SESSION_TIMEOUT_MS = int(FAST["broker.session.timeout.ms"])

@@ -10,9 +10,9 @@ from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.broker.server import Broker
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.acl import AlterConfigOpType
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch
 

@@ -25,8 +25,8 @@ from mirrorsim.broker.group import (
 from mirrorsim.broker.group.messages import JoinRequest
 from mirrorsim.broker.group.ownership import coordinator_id
 from mirrorsim.broker.server import Broker
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 
 FAST = {

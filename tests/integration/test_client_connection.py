@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
 
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion
 from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import Request
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mirrorsim.client.builder import build
+from mirrorsim.protocol.builder import build
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import (
     FrameAssembler,

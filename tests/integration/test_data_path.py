@@ -13,8 +13,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from confluent_kafka import Producer
 
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch
 

@@ -21,8 +21,8 @@ from test_replication import (
 
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.controller import ElectionType
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import decode_records, iter_batches
 

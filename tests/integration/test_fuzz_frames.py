@@ -36,7 +36,7 @@ from hypothesis import strategies as st
 from mirrorsim.broker.server import Broker
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.builder import build_request
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import FrameError, decode_response, encode_request, peek_header
 from mirrorsim.protocol.records import Record, build_batch
@@ -390,7 +390,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzTarget]:
     broker = BrokerThread(tmp_path_factory.mktemp("fuzz"))
     broker.start()
     failures = HandlerFailures()
-    dispatcher_log = logging.getLogger("mirrorsim.broker.network.dispatcher")
+    dispatcher_log = logging.getLogger("mirrorsim.broker.handlers.dispatcher")
     dispatcher_log.addHandler(failures)
     try:
         broker.run(_create_topic(broker.broker.bootstrap))

@@ -12,14 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import select, text
 
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.broker.controller.alter_partition import BrokerSession, PartitionWriter
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import (
@@ -37,6 +29,14 @@ from mirrorsim.broker.metadata.models import TopicConfigsChangedError
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
 from mirrorsim.broker.metadata.store import create_store_engine
 from mirrorsim.broker.metadata.view import ClusterSnapshot
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirrored_up_t
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records.raw_batch import iter_batches
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from test_replication import FAST, broker, create_topic
 
-from mirrorsim.coordinator.state_client import StateUpdate
-from mirrorsim.coordinator.state_machine import MirrorPartitionState
+from mirrorsim.coordinator.state_machine import MirrorPartitionState, StateUpdate
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
 
 MIRROR = "my-mirror"

@@ -10,7 +10,7 @@ from typing import Any
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
-from mirrorsim.client.builder import build_request
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.framing import FrameAssembler, decode_response, encode_request
 from mirrorsim.protocol.records import Record, build_batch
 

@@ -8,8 +8,8 @@ from typing import Any
 
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.server import Broker
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch, iter_batches
 

@@ -16,8 +16,8 @@ from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import ProducerFenced
 from confluent_kafka import Consumer, KafkaException, Producer
 
-from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 
 TOPIC = "orders"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorsim.broker.auth.acl import (
+from mirrorsim.broker.auth.authorizer import AclAuthorizer, parse_super_users
+from mirrorsim.protocol.acl import (
     AclBinding,
     AclOperation,
     AclPermissionType,
     PatternType,
     ResourceType,
 )
-from mirrorsim.broker.auth.authorizer import AclAuthorizer, parse_super_users
 
 ALLOW, DENY = AclPermissionType.ALLOW, AclPermissionType.DENY
 T, CM = ResourceType.TOPIC, ResourceType.CLUSTER_MIRROR

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.serial import entity_reader, entity_writer
 
-from mirrorsim.client.builder import RequestBuildError, build_request
+from mirrorsim.protocol.builder import RequestBuildError, build_request
 from mirrorsim.protocol.registry import kio_versions
 
 METADATA, CREATE_TOPICS = 3, 19

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorsim.coordinator.state_client import StateUpdate, merged_updates
-from mirrorsim.coordinator.state_machine import MirrorPartitionState
+from mirrorsim.coordinator.state_client import merged_updates
+from mirrorsim.coordinator.state_machine import MirrorPartitionState, StateUpdate
 
 updates = st.builds(
     StateUpdate,

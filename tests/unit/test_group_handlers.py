@@ -18,7 +18,7 @@ import pytest
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, InMemoryOffsetStore, ManualClock
 from mirrorsim.broker.handlers import groups as handlers
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
-from mirrorsim.client.builder import build_request
+from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import RequestHeader, decode_response, encode_response
 

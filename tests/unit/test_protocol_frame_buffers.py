@@ -13,7 +13,7 @@ from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.serial import entity_writer
 from kio.static.primitive import i32
 
-from mirrorsim.client.builder import build
+from mirrorsim.protocol.builder import build
 from mirrorsim.protocol.framing import (
     BY_REFERENCE_BYTES,
     FrameAssembler,

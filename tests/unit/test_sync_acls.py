@@ -6,13 +6,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mirrorsim.broker.auth.acl import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-)
 from mirrorsim.coordinator.sync import (
     AclRuleError,
     AclScope,
@@ -24,6 +17,13 @@ from mirrorsim.coordinator.sync import (
     diff_acls,
     parse_acl_include,
     parse_acl_rule,
+)
+from mirrorsim.protocol.acl import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
 )
 
 R = ResourceType

@@ -1,10 +1,11 @@
-"""Build a request of whichever version was negotiated from one version-independent description.
+"""Build a message of whichever version was negotiated from one version-independent description.
 
 Kafka's messages grow fields version by version; the client negotiates the version per
 broker, so callers describe a request once with plain dicts and lists, and ``build`` keeps
 the fields that exist in the chosen version, turning nested dicts into that version's
 nested classes. A field the version requires but the caller did not give is an error, so a
-newer mandatory field is never silently defaulted.
+newer mandatory field is never silently defaulted. The broker's handlers build their
+responses the same way, so this lives in ``protocol/`` below both sides.
 """
 
 from __future__ import annotations

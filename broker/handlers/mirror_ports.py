@@ -1,0 +1,51 @@
+"""What the mirror management handlers need from the mirror coordinator.
+
+The coordinator sits above the handlers (it drives the broker's replica manager, log and
+metadata store), so the handlers name only this port and the broker hands them the
+coordinator's ``MirrorLifecycle`` as ``broker.mirror_lifecycle``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+from mirrorsim.protocol.errors import KafkaError
+
+TopicResults = dict[str, KafkaError | None]
+"""Per topic: None when done, else the error to answer for it."""
+
+
+@runtime_checkable
+class MirrorListingView(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def cluster_id(self) -> str: ...
+
+    @property
+    def topic_count(self) -> int: ...
+
+
+@runtime_checkable
+class MirrorLifecyclePort(Protocol):
+    async def create_mirror(self, name: str, configs: Mapping[str, str | None]) -> None: ...
+
+    async def list_mirrors(self) -> Sequence[MirrorListingView]: ...
+
+    async def delete_mirror(self, name: str) -> None: ...
+
+    async def add_topics(
+        self, mirror: str, topics: Iterable[tuple[str, uuid.UUID | None]]
+    ) -> TopicResults: ...
+
+    async def remove_topics(self, mirror: str, topics: Iterable[str]) -> TopicResults: ...
+
+    async def pause_topics(self, mirror: str, topics: Iterable[str]) -> TopicResults: ...
+
+    async def resume_topics(self, mirror: str, topics: Iterable[str]) -> TopicResults: ...
