@@ -443,9 +443,12 @@ async def chaos_broker_down(
 
 @_counted
 async def chaos_restart(ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int) -> None:
-    """``broker`` stops without a controlled shutdown and starts again on its data."""
+    """``broker`` stops without a controlled shutdown and starts again on its data; a
+    broker a partial outage took down just starts (the model does not track which of
+    the cluster's brokers is the one down)."""
     target = ctx.cluster(cluster)
-    await target.kill_broker(broker)
+    if target.is_running(broker):
+        await target.kill_broker(broker)
     await target.start_broker(broker)
     entry.faults += 1
     ctx.mark("chaos restart", f"{cluster} broker {broker}")
@@ -456,9 +459,9 @@ async def chaos_freeze(
     ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int, seconds: float = 2.0
 ) -> None:
     """SIGSTOP ``broker`` for ``seconds``, then SIGCONT (broker processes only; skipped
-    in process, where one event loop runs every broker)."""
+    in process, where one event loop runs every broker, and for a broker that is down)."""
     target = ctx.cluster(cluster)
-    if not isinstance(target, ProcessDrillCluster):
+    if not isinstance(target, ProcessDrillCluster) or not target.is_running(broker):
         entry.skipped += 1
         return
     await target.freeze_broker(broker, seconds)

@@ -92,3 +92,18 @@ async def test_mirroring_a_topic_back_during_its_failback_is_refused_and_nothing
     assert outcome.error is None
     assert outcome.violations == []
     assert outcome.refused >= 1
+
+
+async def test_restarting_the_broker_a_partial_outage_took_down_starts_it() -> None:
+    """The generator does not track which broker of a cluster is down, so a restart may
+    name it; the step used to raise "has no running broker" instead of starting it."""
+    schedule = _schedule(
+        "restart-down",
+        ("chaos_broker_down", {"cluster": "a", "broker": 1}),
+        ("chaos_restart", {"cluster": "a", "broker": 1}),
+        ("chaos_produce", {"cluster": "a", "records": 3}),
+    )
+    async with Explorer() as explorer:
+        outcome = await explorer.run(schedule)
+    assert outcome.error is None
+    assert outcome.violations == []
