@@ -249,20 +249,20 @@ class MirrorSyncExecutor:
         group_plan = await self._stage(
             report,
             SyncError.CONSUMER_GROUP_OFFSET,
-            self._plan_groups(report, source, mirror_topics, filters.groups_include),
+            lambda: self._plan_groups(report, source, mirror_topics, filters.groups_include),
         )
         await asyncio.gather(
             self._stage(
                 report,
                 SyncError.CONSUMER_GROUP_OFFSET,
-                self._commit_group_plan(report, group_plan),
+                lambda: self._commit_group_plan(report, group_plan),
             ),
             self._stage(
                 report,
                 SyncError.METADATA_REFRESH,
-                self._sync_topics(report, source, metadata, mirror_topics, filters),
+                lambda: self._sync_topics(report, source, metadata, mirror_topics, filters),
             ),
-            self._stage(report, SyncError.ACL, self._sync_acls(report, source, filters)),
+            self._stage(report, SyncError.ACL, lambda: self._sync_acls(report, source, filters)),
         )
         return report
 
@@ -298,11 +298,13 @@ class MirrorSyncExecutor:
         self._record_error(kind)
 
     async def _stage(
-        self, report: SyncCycleReport, kind: SyncError, work: Awaitable[StageResult]
+        self, report: SyncCycleReport, kind: SyncError, work: Callable[[], Awaitable[StageResult]]
     ) -> StageResult | None:
-        """The stage's result, or None once its failure is logged and counted."""
+        """The stage's result, or None once its failure is logged and counted. ``work``
+        makes the stage's coroutine only when the stage runs: a cycle cancelled before a
+        gathered stage starts (the mirror's job stopping) leaves no coroutine unawaited."""
         try:
-            return await work
+            return await work()
         except Exception:
             log.exception("mirror %s: %s stage failed", report.mirror, kind.name.lower())
             self._fail(report, kind)
