@@ -204,8 +204,11 @@ class MirrorLifecycle:
         """Each topic is checked on its own, but the work is done for all of them at once:
         one store read, one Metadata and one DescribeConfigs to the source, one batch of
         topic creations and one of config writes (each followed by a single metadata
-        refresh). Done topic by topic, every topic cost two refreshes of the whole cluster
-        view and two source round trips, which made adding many topics quadratic."""
+        refresh). Done topic by topic, every topic cost two refreshes of the whole
+        cluster view and two source round trips, which made adding many topics quadratic.
+
+        A topic created here carries ``mirror.name`` from its first record: created plain
+        and tagged by the config write, it took produce in between."""
         results: dict[str, KafkaError | None] = {}
         # The store, not this broker's snapshot: a config set a moment ago elsewhere
         # (``mirror.support.unclean.leader.election``) must survive the rewrite below.
@@ -243,8 +246,9 @@ class MirrorLifecycle:
             NewTopicRequest(
                 name,
                 num_partitions=len(info.partitions),
-                configs=configs.get(name, {}),
+                configs={**configs.get(name, {}), MIRROR_NAME: mirror},
                 topic_id=info.topic_id,
+                internal_configs=True,
             )
             for name, info in on_source.items()
             if name not in existing

@@ -53,6 +53,9 @@ class NewTopicRequest:
     assignments: Mapping[int, Sequence[int]] | None = None
     configs: Mapping[str, str | None] | None = None
     topic_id: uuid.UUID | None = None
+    internal_configs: bool = False
+    """Whether ``configs`` may hold internal names (``mirror.name``): only the mirror
+    lifecycle sets it, so that a mirror topic is read-only from its first record."""
 
 
 class _TakenNames:
@@ -187,7 +190,7 @@ class MetadataController:
             taken.check_topic_id(request.topic_id)
         overrides = dict(request.configs or {})
         try:
-            validate_topic_configs(overrides)
+            validate_topic_configs(overrides, allow_internal=request.internal_configs)
         except ConfigError as exc:
             raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
         await self._refresh_if_brokers_unknown(request.assignments, request.replication_factor)

@@ -29,6 +29,7 @@ from test_mirror_helpers import (
 )
 from test_replication import restart, stop
 
+from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
@@ -194,3 +195,33 @@ async def test_a_restarted_leader_resuming_stopping_keeps_the_topic_read_only(
     batches = batches_of(destination, TOPIC, 0)
     _assert_written_after_the_reset(batches, [batches[-1].base_offset])
     assert decode_control_batch(_pid_reset(batches)) == MirrorPidReset(source.cluster_id)
+
+
+async def test_a_mirror_topic_created_by_an_add_is_read_only_from_its_first_record(
+    start_cluster: Any, wait_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AddTopicsToMirror creates the destination topic and then tags every added topic
+    with ``mirror.name``. Created plain, the topic took produce until the tag landed;
+    created with the tag, it refuses produce while the tagging step is held."""
+    source = await start_cluster("primary", configs=MIRROR_CONFIGS)
+    destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
+    hold = Hold()
+    tagging = MetadataController.set_configs_of_topics
+
+    async def held_tagging(self: MetadataController, configs: Any) -> Any:
+        await hold.wait()
+        return await tagging(self, configs)
+
+    monkeypatch.setattr(MetadataController, "set_configs_of_topics", held_tagging)
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        adding = asyncio.create_task(admin.add_topics_to_mirror(MIRROR, [TOPIC]))
+        await wait_for(lambda: hold.arrivals == 1, timeout=20, message="tagging held")
+        await broker_of(destination).refresh_metadata()
+        code = await produce_error_code(destination.bootstrap, TOPIC)
+        hold.release.set()
+        (await adding).all()
+    assert code == ErrorCode.READ_ONLY_TOPIC
+    assert batches_of(destination, TOPIC, 0) == []
