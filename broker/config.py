@@ -467,6 +467,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker(
             "mirror.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0), dynamic=True
         ),
+        _broker("quota.window.num", T.INT, "11", at_least(1), read_only=True),
+        _broker("quota.window.size.seconds", T.INT, "1", at_least(1), read_only=True),
         _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
         _broker("metrics.port", T.INT, None, between(0, 65535), read_only=True),
         _broker("test.hidden.api.keys", T.LIST, "", _hidden_api_keys_check, read_only=True),

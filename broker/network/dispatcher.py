@@ -63,6 +63,7 @@ class Dispatcher:
             client_host=conn.client_host,
             principal=conn.session.principal,
             session=conn.session,
+            request_size=len(frame),
         )
         started = time.perf_counter()
         try:
@@ -70,6 +71,8 @@ class Dispatcher:
         except Exception as exc:
             log.exception("handler for api key %d v%d failed", api_key, version)
             raise CloseConnection(f"internal error handling api key {api_key}: {exc}") from exc
+        if ctx.throttle.ms > 0:
+            conn.mute_after_response(ctx.throttle.ms / 1000)
         encoded = (
             None
             if response is None

@@ -1,0 +1,93 @@
+"""The broker's client quota enforcement: one sensor per quota id and quota type.
+
+``ClientQuotas.update`` takes the configured quotas (every broker reads them from the
+metadata store); ``throttle_ms`` records a request's bytes (or handler time) against the
+rate of the quota that applies and answers how long the client must wait, 0 within its
+quota. A sensor is re-bound when its quota changes and keeps its recorded history, as
+Kafka's metric config update does.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from mirrorsim.broker.quotas.entity import (
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+    Entity,
+)
+from mirrorsim.broker.quotas.precedence import QuotaId, resolve
+from mirrorsim.broker.quotas.rate import QuotaSensor, Rate, WindowConfig
+
+QUOTA_TYPES = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
+"""The keys this broker enforces; ``controller_mutation_rate`` and ``connection_creation_rate``
+are stored and described but not enforced."""
+
+NANOS_TO_PERCENTAGE = 100.0 / 1e9
+"""Kafka records request time as percent of one thread for one second per nanosecond."""
+
+
+def _monotonic_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Client:
+    """Who a request counts against: the principal's name and the request's client id."""
+
+    user: str
+    client_id: str
+
+    @classmethod
+    def of(cls, principal: str, client_id: str | None) -> Client:
+        _, _, name = principal.partition(":")
+        return cls(name or principal, client_id or "")
+
+
+class ClientQuotas:
+    def __init__(self, windows: WindowConfig, clock: Callable[[], int] = _monotonic_ms) -> None:
+        self.windows = windows
+        self._clock = clock
+        self._quotas: Mapping[Entity, Mapping[str, float]] = {}
+        self._sensors: dict[tuple[str, QuotaId], QuotaSensor] = {}
+
+    @property
+    def configured(self) -> Mapping[Entity, Mapping[str, float]]:
+        return self._quotas
+
+    def update(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
+        self._quotas = quotas
+
+    def throttle_ms(self, key: str, client: Client, value: float) -> int:
+        sensor = self._sensor(key, client)
+        if sensor is None:
+            return 0
+        return sensor.record_and_throttle_ms(value, self._clock())
+
+    def unrecord(self, key: str, client: Client, value: float) -> None:
+        sensor = self._sensor(key, client)
+        if sensor is not None:
+            sensor.unrecord(value, self._clock())
+
+    def max_value_in_window(self, key: str, client: Client) -> float | None:
+        """The most one request may carry without being throttled for certain (Kafka bounds
+        a consumer's fetch size by it); None without a quota."""
+        applied = resolve(self._quotas, key, client.user, client.client_id)
+        if applied is None:
+            return None
+        seconds = self.windows.window_ms / 1000.0
+        return applied.bound * (self.windows.samples - 1) * seconds
+
+    def _sensor(self, key: str, client: Client) -> QuotaSensor | None:
+        applied = resolve(self._quotas, key, client.user, client.client_id)
+        if applied is None:
+            return None
+        sensor = self._sensors.get((key, applied.quota_id))
+        if sensor is None:
+            sensor = QuotaSensor(Rate(self.windows), applied.bound)
+            self._sensors[(key, applied.quota_id)] = sensor
+        sensor.bound = applied.bound
+        return sensor
