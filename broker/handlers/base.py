@@ -19,6 +19,8 @@ class ChannelThrottle:
     sent (KIP-219): the handler sets it, the connection applies it."""
 
     ms: int = 0
+    exempt: bool = False
+    """Set for requests Kafka never throttles on ``request_percentage`` (a follower's fetch)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -50,6 +50,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     manager: ReplicaManager = ctx.broker.replica_manager
     version = ctx.header.api_version
     params = _params(body, version)
+    ctx.throttle.exempt = params.is_from_follower
     requested = dict(_requested_partitions(manager, body.topics, version))
     forgotten = list(_forgotten_partitions(manager, body, version))
     session_id = body.session_id if version >= SESSIONS_VERSION else 0

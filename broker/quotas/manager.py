@@ -1,5 +1,7 @@
 """The broker's client quota enforcement: one sensor per quota id and quota type.
 
+``request_percentage`` throttles are bounded by one quota window, as Kafka bounds them.
+
 ``ClientQuotas.update`` takes the configured quotas (every broker reads them from the
 metadata store); ``throttle_ms`` records a request's bytes (or handler time) against the
 rate of the quota that applies and answers how long the client must wait, 0 within its
@@ -26,8 +28,9 @@ QUOTA_TYPES = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
 """The keys this broker enforces; ``controller_mutation_rate`` and ``connection_creation_rate``
 are stored and described but not enforced."""
 
-NANOS_TO_PERCENTAGE = 100.0 / 1e9
-"""Kafka records request time as percent of one thread for one second per nanosecond."""
+SECONDS_TO_PERCENTAGE = 100.0
+"""Kafka records a request's time as a percentage of one thread for one second: a request
+that takes 10 ms counts 1.0 against ``request_percentage``."""
 
 
 def _monotonic_ms() -> int:
@@ -65,7 +68,8 @@ class ClientQuotas:
         sensor = self._sensor(key, client)
         if sensor is None:
             return 0
-        return sensor.record_and_throttle_ms(value, self._clock())
+        max_ms = self.windows.window_ms if key == REQUEST_PERCENTAGE else None
+        return sensor.record_and_throttle_ms(value, self._clock(), max_ms)
 
     def unrecord(self, key: str, client: Client, value: float) -> None:
         sensor = self._sensor(key, client)
@@ -82,6 +86,8 @@ class ClientQuotas:
         return applied.bound * (self.windows.samples - 1) * seconds
 
     def _sensor(self, key: str, client: Client) -> QuotaSensor | None:
+        if not self._quotas:
+            return None
         applied = resolve(self._quotas, key, client.user, client.client_id)
         if applied is None:
             return None

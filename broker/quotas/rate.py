@@ -118,12 +118,15 @@ class QuotaSensor:
     rate: Rate
     bound: float
 
-    def record_and_throttle_ms(self, value: float, now_ms: int) -> int:
+    def record_and_throttle_ms(self, value: float, now_ms: int, max_ms: int | None = None) -> int:
+        """The throttle time, at most ``max_ms`` when given (Kafka bounds the request
+        quota's throttle to one quota window)."""
         self.rate.record(value, now_ms)
         observed = self.rate.measure(now_ms)
         if observed <= self.bound:
             return 0
-        return throttle_time_ms(observed, self.bound, self.rate.window_size_ms(now_ms))
+        throttle = throttle_time_ms(observed, self.bound, self.rate.window_size_ms(now_ms))
+        return throttle if max_ms is None else min(throttle, max_ms)
 
     def unrecord(self, value: float, now_ms: int) -> None:
         """Take back a value whose response is not sent (a throttled fetch answers empty)."""

@@ -1,7 +1,8 @@
-"""Client quotas on the produce and fetch paths, over a real socket: a request over the
-quota is answered at once with ``throttle_time_ms`` and the connection then serves nothing
-for that time (KIP-219), even to a client that ignores the throttle time; a throttled fetch
-answers empty and the same fetch later returns the records; other clients are untouched."""
+"""Client quotas on the request paths, over a real socket: a request over the quota is
+answered at once with ``throttle_time_ms`` and the connection then serves nothing for that
+time (KIP-219), even to a client that ignores the throttle time; a throttled fetch answers
+empty and the same fetch later returns the records; ``request_percentage`` throttles any
+request on its event-loop time, at most one quota window; other clients are untouched."""
 
 from __future__ import annotations
 
@@ -79,6 +80,18 @@ async def _timed(connection: BrokerConnection, request: Any) -> tuple[Any, float
     return response, time.monotonic()
 
 
+def _metadata() -> Any:
+    return build_request(
+        3,
+        12,
+        {
+            "topics": None,
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        },
+    )
+
+
 async def _setup(cluster: Any, quota: dict[str, float]) -> None:
     async with Admin(bootstrap=cluster.bootstrap) as admin:
         (await admin.create_topics([NewTopic("quota", 1, 1)])).all()
@@ -135,3 +148,26 @@ async def test_a_throttled_fetch_answers_empty_and_the_records_come_later(
     finally:
         await writer.close()
         await capped.close()
+
+
+async def test_request_percentage_throttles_on_event_loop_time_for_one_window_at_most(
+    start_cluster: Any,
+) -> None:
+    cluster = await start_cluster()
+    # 0.001 % of one thread: 10 microseconds of handling per second
+    await _setup(cluster, {"request_percentage": 0.001})
+    broker = cluster.brokers[0]
+    capped = await _connect(broker, "capped")
+    free = await _connect(broker, "free")
+    try:
+        first, second = await asyncio.gather(
+            _timed(capped, _metadata()), _timed(capped, _metadata())
+        )
+        # far over the quota, but a request quota throttles one window (1 s) at most
+        assert first[0].throttle_time.total_seconds() == 1.0
+        assert second[1] - first[1] >= 0.9
+        unlimited, _ = await _timed(free, _metadata())
+        assert unlimited.throttle_time.total_seconds() == 0
+    finally:
+        await capped.close()
+        await free.close()
