@@ -33,6 +33,11 @@ SECONDS_TO_PERCENTAGE = 100.0
 that takes 10 ms counts 1.0 against ``request_percentage``."""
 
 
+INACTIVE_SENSOR_EXPIRATION_MS = 3_600_000
+"""A sensor nobody recorded on for an hour is dropped (Kafka's
+``InactiveSensorExpirationTimeSeconds``), so client ids that come and go cost nothing."""
+
+
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
 
@@ -56,13 +61,23 @@ class ClientQuotas:
         self._clock = clock
         self._quotas: Mapping[Entity, Mapping[str, float]] = {}
         self._sensors: dict[tuple[str, QuotaId], QuotaSensor] = {}
+        self._last_used_ms: dict[tuple[str, QuotaId], int] = {}
 
     @property
     def configured(self) -> Mapping[Entity, Mapping[str, float]]:
         return self._quotas
 
     def update(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
+        """Take the configured quotas (every refresh) and drop the sensors idle too long."""
         self._quotas = quotas
+        oldest = self._clock() - INACTIVE_SENSOR_EXPIRATION_MS
+        for sensor_key in [k for k, used in self._last_used_ms.items() if used < oldest]:
+            del self._sensors[sensor_key]
+            del self._last_used_ms[sensor_key]
+
+    @property
+    def sensor_count(self) -> int:
+        return len(self._sensors)
 
     def throttle_ms(self, key: str, client: Client, value: float) -> int:
         sensor = self._sensor(key, client)
@@ -91,9 +106,11 @@ class ClientQuotas:
         applied = resolve(self._quotas, key, client.user, client.client_id)
         if applied is None:
             return None
-        sensor = self._sensors.get((key, applied.quota_id))
+        sensor_key = (key, applied.quota_id)
+        sensor = self._sensors.get(sensor_key)
         if sensor is None:
             sensor = QuotaSensor(Rate(self.windows), applied.bound)
-            self._sensors[(key, applied.quota_id)] = sensor
+            self._sensors[sensor_key] = sensor
         sensor.bound = applied.bound
+        self._last_used_ms[sensor_key] = self._clock()
         return sensor

@@ -99,3 +99,16 @@ def test_clients_of_one_user_quota_share_one_rate() -> None:
     assert manager.throttle_ms("producer_byte_rate", Client("alice", "two"), 900) == 800
     assert manager.throttle_ms("producer_byte_rate", Client("bob", "one"), 5000) == 0
     assert Client.of("User:alice", None) == Client("alice", "")
+
+
+def test_sensors_idle_for_an_hour_are_dropped() -> None:
+    now = [0]
+    manager = ClientQuotas(DEFAULTS, clock=lambda: now[0])
+    quotas = {(("client-id", None),): {"producer_byte_rate": 1000.0}}
+    manager.update(quotas)
+    manager.throttle_ms("producer_byte_rate", Client("u", "gone"), 10)
+    now[0] = 1_800_000
+    manager.throttle_ms("producer_byte_rate", Client("u", "kept"), 10)
+    now[0] = 3_600_001
+    manager.update(quotas)
+    assert manager.sensor_count == 1
