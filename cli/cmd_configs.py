@@ -1,4 +1,4 @@
-"""``mirrorsim configs``: kafka-configs.sh for topics, brokers, (KIP-1279) mirrors, the
+"""``mirrorsim configs``: kafka-configs.sh for topics, brokers, (KIP-1279) mirrors, groups, the
 SCRAM credentials of users (``scram_users.py``) and the client quotas of users and client
 ids (``client_quotas.py``).
 
@@ -43,12 +43,14 @@ ENTITY_TYPES = {
     "topics": (ConfigResourceType.TOPIC, "topic"),
     "brokers": (ConfigResourceType.BROKER, "broker"),
     "mirrors": (ConfigResourceType.MIRROR, "mirror"),
+    "groups": (ConfigResourceType.GROUP, "group"),
 }
 USERS = "users"
 _OWN_SOURCES = {
     ConfigResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     ConfigResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
     ConfigResourceType.MIRROR: ConfigSource.UNKNOWN,
+    ConfigResourceType.GROUP: ConfigSource.GROUP_CONFIG,
 }
 """Without --all, only the entity's own values, as kafka-configs.sh filters them (a
 mirror's set values have no source of their own: UNKNOWN)."""
@@ -97,8 +99,9 @@ def format_entry(entry: ConfigEntry) -> str:
     "entity_types",
     multiple=True,
     type=click.Choice(sorted([*ENTITY_TYPES, USERS, CLIENTS])),
-    help="Type of entity: topics, brokers, mirrors, users or clients (implied by --topic and "
-    "--broker); users and clients may be given together for a (user, client-id) quota.",
+    help="Type of entity: topics, brokers, mirrors, groups, users or clients (implied by "
+    "--topic and --broker); users and clients may be given together for a (user, client-id) "
+    "quota.",
 )
 @click.option(
     "--entity-name",
@@ -336,6 +339,8 @@ async def _all_names(admin: Admin, resource_type: ConfigResourceType) -> list[st
     if resource_type == ConfigResourceType.BROKER:
         cluster = await admin.describe_cluster()
         return [str(b.node_id) for b in sorted(cluster.brokers, key=lambda b: b.node_id)]
+    if resource_type == ConfigResourceType.GROUP:
+        return sorted(g.group_id for g in await admin.list_consumer_groups())
     return sorted(m.name for m in await admin.list_mirrors())
 
 

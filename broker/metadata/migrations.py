@@ -67,6 +67,10 @@ def _add_client_quotas(conn: Connection) -> None:
     schema.client_quotas.create(conn, checkfirst=True)
 
 
+def _add_group_configs(conn: Connection) -> None:
+    schema.group_configs.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
@@ -76,6 +80,7 @@ MIGRATIONS: list[Migration] = [
     _add_metadata_version,
     _add_broker_epochs,
     _add_client_quotas,
+    _add_group_configs,
 ]
 
 

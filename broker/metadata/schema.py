@@ -168,6 +168,14 @@ client_quotas = Table(
     Column("value", Float(precision=53), nullable=False),
 )
 
+group_configs = Table(
+    "group_configs",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    Column("name", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
 broker_listeners = Table(
     "broker_listeners",
     metadata,
