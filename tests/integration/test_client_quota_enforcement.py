@@ -15,6 +15,7 @@ from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic, QuotaAlteration, quota_entity
 from mirrorsim.client.builder import build_request
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.client.sasl import SaslSettings
 from mirrorsim.protocol.records import Record, build_batch
 
 RATE = 10_000
@@ -171,3 +172,50 @@ async def test_request_percentage_throttles_on_event_loop_time_for_one_window_at
     finally:
         await capped.close()
         await free.close()
+
+
+async def test_user_quotas_follow_the_authenticated_principal(start_cluster: Any) -> None:
+    """A quota on user alice meters alice's connections whatever their client id; the
+    default user's quota meters every other user on its own; alice's own quota wins over
+    the default."""
+    cluster = await start_cluster(
+        configs={
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.users": "alice:alice-secret,bob:bob-secret",
+        }
+    )
+    async with Admin(bootstrap=cluster.bootstrap) as admin:
+        (await admin.create_topics([NewTopic("quota", 1, 1)])).all()
+        alterations = [
+            QuotaAlteration(quota_entity(user="alice"), {"producer_byte_rate": RATE}),
+            QuotaAlteration(quota_entity(user=None), {"producer_byte_rate": 100 * RATE}),
+        ]
+        (await admin.alter_client_quotas(alterations)).all()
+    broker = cluster.brokers[0]
+    port = broker.server.endpoints()["SASL_PLAINTEXT"][1]
+
+    async def as_user(user: str, client_id: str) -> BrokerConnection:
+        connection = BrokerConnection(
+            "127.0.0.1",
+            port,
+            client_id=client_id,
+            sasl=SaslSettings("PLAIN", user, f"{user}-secret"),
+        )
+        await connection.connect()
+        return connection
+
+    alice_one = await as_user("alice", "one")
+    alice_two = await as_user("alice", "two")
+    bob = await as_user("bob", "one")
+    try:
+        first = await alice_one.send(_produce("quota", 8_000))
+        assert first.throttle_time.total_seconds() == 0
+        # the same user under another client id shares alice's rate: now over 10 kB/s
+        shared = await alice_two.send(_produce("quota", 8_000))
+        assert shared.throttle_time.total_seconds() > 0.4
+        # bob falls under the default user quota (1 MB/s), metered apart from alice
+        other = await bob.send(_produce("quota", 30_000))
+        assert other.throttle_time.total_seconds() == 0
+    finally:
+        for connection in (alice_one, alice_two, bob):
+            await connection.close()
