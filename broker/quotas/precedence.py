@@ -55,8 +55,11 @@ def _entity(user_part: str | None, client_part: str | None, user: str, client_id
 def resolve(
     quotas: Mapping[Entity, Mapping[str, float]], key: str, user: str, client_id: str
 ) -> AppliedQuota | None:
-    """The quota ``key`` that applies to this user and client id, or None (unlimited)."""
+    """The quota ``key`` that applies to this user and client id, or None (unlimited). A
+    request without a client id (or a user) matches no entity with that part, as in Kafka."""
     for user_part, client_part in PRECEDENCE:
+        if (client_part is not None and not client_id) or (user_part is not None and not user):
+            continue
         values = quotas.get(_entity(user_part, client_part, user, client_id))
         if values is not None and key in values:
             quota_id = QuotaId(

@@ -89,6 +89,12 @@ def test_precedence_picks_the_most_specific_quota_and_its_quota_id() -> None:
         del remaining[entity]
     assert resolve(remaining, "producer_byte_rate", "alice", "app") is None
     assert resolve(quotas, "consumer_byte_rate", "alice", "app") is None
+    # without a client id only the user levels apply
+    no_client = resolve(quotas, "producer_byte_rate", "alice", "")
+    assert no_client is not None and (no_client.bound, no_client.quota_id) == (
+        5.0,
+        QuotaId("alice", ""),
+    )
 
 
 def test_clients_of_one_user_quota_share_one_rate() -> None:
