@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Coroutine, Generator
-from typing import Any, TypeVar
-
-T = TypeVar("T")
+from typing import Any
 
 
 class LoopTime:
     """Await ``LoopTime(coro)`` in place of ``coro``; ``seconds`` then holds its loop time."""
 
-    def __init__(self, coro: Coroutine[Any, Any, T]) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Any]) -> None:
         self._coro = coro
         self.seconds = 0.0
 

@@ -63,10 +63,6 @@ class ClientQuotas:
         self._sensors: dict[tuple[str, QuotaId], QuotaSensor] = {}
         self._last_used_ms: dict[tuple[str, QuotaId], int] = {}
 
-    @property
-    def configured(self) -> Mapping[Entity, Mapping[str, float]]:
-        return self._quotas
-
     def update(self, quotas: Mapping[Entity, Mapping[str, float]]) -> None:
         """Take the configured quotas (every refresh) and drop the sensors idle too long."""
         self._quotas = quotas
