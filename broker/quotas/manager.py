@@ -1,12 +1,12 @@
 """The broker's client quota enforcement: one sensor per quota id and quota type.
 
-``request_percentage`` throttles are bounded by one quota window, as Kafka bounds them.
-
 ``ClientQuotas.update`` takes the configured quotas (every broker reads them from the
 metadata store); ``throttle_ms`` records a request's bytes (or handler time) against the
 rate of the quota that applies and answers how long the client must wait, 0 within its
-quota. A sensor is re-bound when its quota changes and keeps its recorded history, as
-Kafka's metric config update does.
+quota; ``request_percentage`` throttles are bounded by one quota window, as Kafka bounds
+them. A sensor is re-bound when its quota changes and keeps its recorded history, as
+Kafka's metric config update does. Only ``producer_byte_rate``, ``consumer_byte_rate`` and
+``request_percentage`` are ever recorded; the other keys are stored and described only.
 """
 
 from __future__ import annotations
@@ -15,18 +15,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from mirrorsim.broker.quotas.entity import (
-    CONSUMER_BYTE_RATE,
-    PRODUCER_BYTE_RATE,
-    REQUEST_PERCENTAGE,
-    Entity,
-)
+from mirrorsim.broker.quotas.entity import REQUEST_PERCENTAGE, Entity
 from mirrorsim.broker.quotas.precedence import QuotaId, resolve
 from mirrorsim.broker.quotas.rate import QuotaSensor, Rate, WindowConfig
-
-QUOTA_TYPES = (PRODUCER_BYTE_RATE, CONSUMER_BYTE_RATE, REQUEST_PERCENTAGE)
-"""The keys this broker enforces; ``controller_mutation_rate`` and ``connection_creation_rate``
-are stored and described but not enforced."""
 
 SECONDS_TO_PERCENTAGE = 100.0
 """Kafka records a request's time as a percentage of one thread for one second: a request
