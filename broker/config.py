@@ -54,6 +54,8 @@ class ConfigSource(enum.IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 class ConfigError(ValueError):
@@ -467,6 +469,8 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker(
             "mirror.replication.throttled.rate", T.LONG, str(LONG_MAX), at_least(0), dynamic=True
         ),
+        _broker("quota.window.num", T.INT, "11", at_least(1), read_only=True),
+        _broker("quota.window.size.seconds", T.INT, "1", at_least(1), read_only=True),
         _broker("shutdown.drain.timeout.ms", T.LONG, "5000", at_least(0), read_only=True),
         _broker("metrics.port", T.INT, None, between(0, 65535), read_only=True),
         _broker("test.hidden.api.keys", T.LIST, "", _hidden_api_keys_check, read_only=True),

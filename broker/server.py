@@ -51,6 +51,9 @@ from mirrorsim.broker.metrics.mirror_view import observe_mirrors
 from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.listeners import Listeners
+from mirrorsim.broker.quotas.manager import ClientQuotas
+from mirrorsim.broker.quotas.rate import WindowConfig
+from mirrorsim.broker.quotas.store import client_quotas
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
 from mirrorsim.broker.txn.service import TransactionService
@@ -175,6 +178,11 @@ class Broker:
                 "controller", "metadata.refresh.interval.ms", self.cluster_controller.tick
             ),
             self._periodic(
+                "client quota refresh",
+                "metadata.refresh.interval.ms",
+                self.refresh_client_quotas,
+            ),
+            self._periodic(
                 "isr expiration", "replica.lag.time.max.ms", self._expire_isr, fraction=0.5
             ),
         ]
@@ -195,6 +203,13 @@ class Broker:
         self.cluster_id = await asyncio.to_thread(
             self.store.ensure_cluster_id, self._proposed_cluster_id
         )
+        self.client_quotas = ClientQuotas(
+            WindowConfig(
+                samples=int(self.config("quota.window.num")),
+                window_ms=int(self.config("quota.window.size.seconds")) * 1000,
+            )
+        )
+        await self.refresh_client_quotas()
         self.controller = MetadataController(
             self.store,
             broker_id=self.broker_id,
@@ -364,6 +379,11 @@ class Broker:
                 await self._apply_partition_changes()
             await self._update_group_ownership()
             await self.mirrors.on_metadata_change()
+
+    async def refresh_client_quotas(self) -> None:
+        """Read the client quotas every broker enforces (they are not in the snapshot: a
+        handful of rows, read on their own)."""
+        self.client_quotas.update(await asyncio.to_thread(client_quotas, self.store))
 
     async def _apply_partition_changes(self) -> None:
         """Hand the replica manager what changed since the snapshot it last applied.

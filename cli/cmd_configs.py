@@ -1,5 +1,6 @@
-"""``mirrorsim configs``: kafka-configs.sh for topics, brokers, (KIP-1279) mirrors and the
-SCRAM credentials of users (``scram_users.py``).
+"""``mirrorsim configs``: kafka-configs.sh for topics, brokers, (KIP-1279) mirrors, groups, the
+SCRAM credentials of users (``scram_users.py``) and the client quotas of users and client
+ids (``client_quotas.py``).
 
 ``--add-config`` takes Kafka's syntax ``k1=v1,k2=[a,b],k3=v3``: commas inside square
 brackets belong to the value and the brackets are dropped.
@@ -14,8 +15,20 @@ import click
 
 from mirrorsim.cli.admin_session import CLIENT_ID, run
 from mirrorsim.cli.admin_session import command_config as command_config_properties
+from mirrorsim.cli.client_quotas import (
+    CLIENTS,
+    QUOTA_KEYS,
+    alter_quotas,
+    describe_quotas,
+    quota_entity_of,
+)
 from mirrorsim.cli.errors import abort
-from mirrorsim.cli.scram_users import alter_users, describe_user
+from mirrorsim.cli.scram_users import (
+    alter_users,
+    describe_all_users,
+    describe_user,
+    has_scram_credentials,
+)
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import (
     AlterConfigOp,
@@ -30,12 +43,14 @@ ENTITY_TYPES = {
     "topics": (ConfigResourceType.TOPIC, "topic"),
     "brokers": (ConfigResourceType.BROKER, "broker"),
     "mirrors": (ConfigResourceType.MIRROR, "mirror"),
+    "groups": (ConfigResourceType.GROUP, "group"),
 }
 USERS = "users"
 _OWN_SOURCES = {
     ConfigResourceType.TOPIC: ConfigSource.DYNAMIC_TOPIC_CONFIG,
     ConfigResourceType.BROKER: ConfigSource.DYNAMIC_BROKER_CONFIG,
     ConfigResourceType.MIRROR: ConfigSource.UNKNOWN,
+    ConfigResourceType.GROUP: ConfigSource.GROUP_CONFIG,
 }
 """Without --all, only the entity's own values, as kafka-configs.sh filters them (a
 mirror's set values have no source of their own: UNKNOWN)."""
@@ -81,18 +96,24 @@ def format_entry(entry: ConfigEntry) -> str:
 )
 @click.option(
     "--entity-type",
-    type=click.Choice(sorted([*ENTITY_TYPES, USERS])),
-    help="Type of entity: topics, brokers, mirrors or users (implied by --topic and --broker).",
+    "entity_types",
+    multiple=True,
+    type=click.Choice(sorted([*ENTITY_TYPES, USERS, CLIENTS])),
+    help="Type of entity: topics, brokers, mirrors, groups, users or clients (implied by "
+    "--topic and --broker); users and clients may be given together for a (user, client-id) "
+    "quota.",
 )
 @click.option(
     "--entity-name",
-    help="Name of the entity (broker id for brokers); without it --describe shows every "
-    "entity of the type.",
+    "entity_names",
+    multiple=True,
+    help="Name of the entity (broker id for brokers), paired with the --entity-type in "
+    "order; without it --describe shows every entity of the type.",
 )
 @click.option(
     "--entity-default",
     is_flag=True,
-    help="The cluster-wide default of brokers (dynamic configs every broker inherits).",
+    help="The cluster-wide default of brokers, or the default user or client id (quotas).",
 )
 @click.option("--topic", help="The topic's name (--entity-type topics --entity-name TOPIC).")
 @click.option("--broker", help="The broker's id (--entity-type brokers --entity-name ID).")
@@ -109,8 +130,8 @@ def format_entry(entry: ConfigEntry) -> str:
 def configs(
     bootstrap_server: str,
     command_config: Path | None,
-    entity_type: str | None,
-    entity_name: str | None,
+    entity_types: tuple[str, ...],
+    entity_names: tuple[str, ...],
     entity_default: bool,
     topic: str | None,
     broker: str | None,
@@ -121,7 +142,7 @@ def configs(
     add_config_file: Path | None,
     delete_config: str | None,
 ) -> None:
-    """Describe or alter the configuration of a topic, broker, cluster mirror or user."""
+    """Describe or alter the configuration of a topic, broker, cluster mirror, user or client."""
     if describe == alter:
         abort("Command must include exactly one action: --describe, --alter")
     adds = add_config or add_config_file
@@ -129,13 +150,38 @@ def configs(
         abort("--alter requires --add-config, --add-config-file or --delete-config")
     if describe and (adds or delete_config):
         abort("--add-config, --add-config-file and --delete-config can only be used with --alter")
-    entity_type, entity_name = _entity(entity_type, entity_name, entity_default, topic, broker)
+    client_config = command_config_properties(command_config)
+    if entity_types == (USERS,):
+        _users(
+            bootstrap_server,
+            client_config,
+            (entity_names, entity_default),
+            alter,
+            add_config,
+            delete_config,
+        )
+        return
+    if CLIENTS in entity_types or USERS in entity_types:
+        _quotas(
+            bootstrap_server,
+            client_config,
+            (entity_types, entity_names, entity_default),
+            alter,
+            add_config,
+            delete_config,
+        )
+        return
+    if len(entity_types) > 1 or len(entity_names) > 1:
+        abort("only users and clients can be given together")
+    entity_type, entity_name = _entity(
+        next(iter(entity_types), None),
+        next(iter(entity_names), None),
+        entity_default,
+        topic,
+        broker,
+    )
     if alter and entity_name is None:
         abort("an entity name must be specified with --alter")
-    client_config = command_config_properties(command_config)
-    if entity_type == USERS:
-        _users(bootstrap_server, client_config, entity_name, alter, add_config, delete_config)
-        return
     resource_type, label = ENTITY_TYPES[entity_type]
     if alter:
         added = parse_add_config(add_config or "")
@@ -169,23 +215,83 @@ def configs(
 DEFAULT_BROKER_LABEL = "brokers in the cluster"
 
 
-def _users(
+def _quotas(
     bootstrap: str,
     client_config: dict[str, str],
-    user: str | None,
+    given: tuple[tuple[str, ...], tuple[str, ...], bool],
     alter: bool,
     add_config: str | None,
     delete_config: str | None,
 ) -> None:
-    """SCRAM credentials of one user, as kafka-configs.sh --entity-type users manages them."""
-    if user is None:
-        abort("--entity-type users needs --entity-name")
-    if alter:
+    entity_types, entity_names, entity_default = given
+    if not set(entity_types) <= {USERS, CLIENTS}:
+        abort("only users and clients can be given together")
+    if alter or entity_names or entity_default:
+        entity = quota_entity_of(entity_types, entity_names, entity_default)
+    else:
+        entity = None
+    if alter and entity is not None:
         added = parse_add_config(add_config or "")
         deleted = parse_delete_config(delete_config or "")
-        alter_users(bootstrap, client_config, user, added, deleted)
-    else:
-        describe_user(bootstrap, client_config, user)
+        unknown = sorted((set(added) | set(deleted)) - set(QUOTA_KEYS))
+        if unknown:
+            abort(f"Invalid config(s): {', '.join(unknown)}")
+        alter_quotas(bootstrap, client_config, entity, added, deleted)
+        return
+    describe_quotas(bootstrap, client_config, entity_types, entity)
+
+
+def _users(
+    bootstrap: str,
+    client_config: dict[str, str],
+    given: tuple[tuple[str, ...], bool],
+    alter: bool,
+    add_config: str | None,
+    delete_config: str | None,
+) -> None:
+    """A user's SCRAM credentials (``SCRAM-*`` names) and quotas (the other names), as
+    kafka-configs.sh --entity-type users manages both; ``--describe`` shows both."""
+    names, entity_default = given
+    if len(names) > 1 or (names and entity_default):
+        abort("give one --entity-name or --entity-default for users")
+    user = names[0] if names else None
+    entity = None if user is None and not entity_default else (("user", user),)
+    if not alter:
+        described = describe_quotas(bootstrap, client_config, [USERS], entity)
+        if entity is None:
+            describe_all_users(bootstrap, client_config)
+        elif user is not None and (
+            not described or has_scram_credentials(bootstrap, client_config, user)
+        ):
+            describe_user(bootstrap, client_config, user)
+        return
+    if entity is None:
+        abort("--alter needs --entity-name or --entity-default")
+    added = parse_add_config(add_config or "")
+    deleted = parse_delete_config(delete_config or "")
+    scram_added = {k: v for k, v in added.items() if k.startswith(SCRAM_PREFIX)}
+    scram_deleted = [k for k in deleted if k.startswith(SCRAM_PREFIX)]
+    quota_added = {k: v for k, v in added.items() if k not in scram_added}
+    quota_deleted = [k for k in deleted if k not in scram_deleted]
+    unknown = sorted((set(quota_added) | set(quota_deleted)) - set(QUOTA_KEYS))
+    if unknown:
+        abort(f"Invalid config(s): {', '.join(unknown)}")
+    if (scram_added or scram_deleted) and user is None:
+        abort("SCRAM credentials belong to a named user, not the default")
+    if scram_added or scram_deleted:
+        alter_users(bootstrap, client_config, str(user), scram_added, scram_deleted)
+    if quota_added or quota_deleted:
+        alter_quotas(
+            bootstrap,
+            client_config,
+            entity,
+            quota_added,
+            quota_deleted,
+            echo=not (scram_added or scram_deleted),
+        )
+
+
+SCRAM_PREFIX = "SCRAM-"
 
 
 def _entity(
@@ -233,6 +339,8 @@ async def _all_names(admin: Admin, resource_type: ConfigResourceType) -> list[st
     if resource_type == ConfigResourceType.BROKER:
         cluster = await admin.describe_cluster()
         return [str(b.node_id) for b in sorted(cluster.brokers, key=lambda b: b.node_id)]
+    if resource_type == ConfigResourceType.GROUP:
+        return sorted(g.group_id for g in await admin.list_consumer_groups())
     return sorted(m.name for m in await admin.list_mirrors())
 
 

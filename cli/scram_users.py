@@ -64,7 +64,19 @@ def alter_users(
 
 
 def describe_user(bootstrap: str, client_config: dict[str, str], user: str) -> None:
-    credentials = run(_describe(bootstrap, client_config, user))
+    _print_credentials(user, run(_describe(bootstrap, client_config, user)))
+
+
+def describe_all_users(bootstrap: str, client_config: dict[str, str]) -> None:
+    for user, credentials in sorted(run(_describe_all(bootstrap, client_config)).items()):
+        _print_credentials(user, credentials)
+
+
+def has_scram_credentials(bootstrap: str, client_config: dict[str, str], user: str) -> bool:
+    return user in run(_describe_all(bootstrap, client_config))
+
+
+def _print_credentials(user: str, credentials: list[tuple[str, int]]) -> None:
     listed = ", ".join(f"{m}=iterations={i}" for m, i in credentials)
     click.echo(f"SCRAM credential configs for user-principal '{user}' are {listed}")
 
@@ -77,6 +89,11 @@ async def _alter(
 ) -> None:
     async with Admin(bootstrap, config=config, client_id=CLIENT_ID) as admin:
         (await admin.alter_user_scram_credentials(upsertions, deletions)).all()
+
+
+async def _describe_all(bootstrap: str, config: dict[str, str]) -> dict[str, list[tuple[str, int]]]:
+    async with Admin(bootstrap, config=config, client_id=CLIENT_ID) as admin:
+        return await admin.describe_user_scram_credentials()
 
 
 async def _describe(bootstrap: str, config: dict[str, str], user: str) -> list[tuple[str, int]]:

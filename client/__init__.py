@@ -35,12 +35,17 @@ from mirrorsim.client.admin_types import (
     OffsetSpec,
     PartitionInfo,
     PatternType,
+    QuotaAlteration,
+    QuotaEntity,
+    QuotaFilterComponent,
+    QuotaMatch,
     ResourceType,
     Results,
     ScramUpsertion,
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
+    quota_entity,
 )
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.config import ClientConfig
@@ -87,6 +92,10 @@ __all__ = [
     "OffsetSpec",
     "PartitionInfo",
     "PatternType",
+    "QuotaAlteration",
+    "QuotaEntity",
+    "QuotaFilterComponent",
+    "QuotaMatch",
     "RequestSpec",
     "RequestTimedOut",
     "ResourceType",
@@ -97,4 +106,5 @@ __all__ = [
     "TopicDescription",
     "TopicPartition",
     "UpgradeType",
+    "quota_entity",
 ]

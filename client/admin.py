@@ -49,6 +49,9 @@ from mirrorsim.client.admin_types import (
     NewTopic,
     OffsetAndMetadata,
     PatternType,
+    QuotaAlteration,
+    QuotaEntity,
+    QuotaFilterComponent,
     ResourceType,
     Results,
     ScramUpsertion,
@@ -91,6 +94,8 @@ class ApiKey:
     DELETE_GROUPS = 42
     ELECT_LEADERS = 43
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_CLIENT_QUOTAS = 48
+    ALTER_CLIENT_QUOTAS = 49
     DESCRIBE_USER_SCRAM_CREDENTIALS = 50
     ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
@@ -771,6 +776,70 @@ class Admin:
             ]
         return described
 
+    # client quotas
+
+    async def describe_client_quotas(
+        self, components: Iterable[QuotaFilterComponent] = (), *, strict: bool = False
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        """DescribeClientQuotas to any broker: entity -> {key: value} for the entities the
+        filter matches (every entity with no components and ``strict`` False). Raises the
+        request's error (INVALID_REQUEST for a bad filter, CLUSTER_AUTHORIZATION_FAILED).
+        """
+        spec = RequestSpec(
+            ApiKey.DESCRIBE_CLIENT_QUOTAS,
+            {
+                "components": [
+                    {
+                        "entity_type": c.entity_type,
+                        "match_type": int(c.match_type),
+                        "match": c.match,
+                    }
+                    for c in components
+                ],
+                "strict": strict,
+            },
+        )
+        response = await self._to_any(spec)
+        raise_for_error(response.error_code, response.error_message)
+        return {
+            _quota_entity(entry.entity): {v.key: float(v.value) for v in entry.values}
+            for entry in response.entries or ()
+        }
+
+    async def alter_client_quotas(
+        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False
+    ) -> Results[QuotaEntity]:
+        """AlterClientQuotas to any broker; per entity None or its error (INVALID_REQUEST
+        for an unknown key or entity type, a value not above zero, ...)."""
+        wanted = list(alterations)
+        spec = RequestSpec(
+            ApiKey.ALTER_CLIENT_QUOTAS,
+            {
+                "entries": [
+                    {
+                        "entity": [{"entity_type": t, "entity_name": n} for t, n in a.entity],
+                        "ops": [
+                            {
+                                "key": key,
+                                "value": 0.0 if value is None else value,
+                                "remove": value is None,
+                            }
+                            for key, value in a.ops.items()
+                        ],
+                    }
+                    for a in wanted
+                ],
+                "validate_only": validate_only,
+            },
+        )
+        response = await self._to_any(spec)
+        return Results(
+            {
+                _quota_entity(entry.entity): error_from_wire(entry.error_code, entry.error_message)
+                for entry in response.entries
+            }
+        )
+
     # ACLs
 
     async def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
@@ -1110,6 +1179,10 @@ def _config_targets(resources: Iterable[ConfigResource]) -> dict[int | None, lis
         node_id = int(resource.name) if named_broker and resource.name.isdigit() else None
         targets.setdefault(node_id, []).append(resource)
     return targets
+
+
+def _quota_entity(wire: Iterable[Any]) -> QuotaEntity:
+    return tuple(sorted((e.entity_type, e.entity_name) for e in wire))
 
 
 SCRAM_MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}

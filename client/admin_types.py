@@ -260,6 +260,49 @@ class MirrorDescription:
     """The caller's operations on the mirror; None unless they were asked for."""
 
 
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""A client quota entity: (entity type, name or None for the default), sorted by type;
+``(("client-id", "app"), ("user", "alice"))`` is ``--entity-type users --entity-name alice
+--entity-type clients --entity-name app``."""
+
+
+def quota_entity(**names: str | None) -> QuotaEntity:
+    """``quota_entity(user="alice", client_id=None)``: alice's default client."""
+    return tuple(sorted((k.replace("_", "-"), v) for k, v in names.items()))
+
+
+class QuotaMatch(enum.IntEnum):
+    """How a DescribeClientQuotas filter component matches a name."""
+
+    EXACT = 0
+    DEFAULT = 1
+    SPECIFIED = 2
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaFilterComponent:
+    """One entity type of a DescribeClientQuotas filter (Kafka's ``ClientQuotaFilterComponent``)."""
+
+    entity_type: str
+    match_type: QuotaMatch = QuotaMatch.SPECIFIED
+    match: str | None = None
+
+    @classmethod
+    def of_entity(cls, entity_type: str, name: str | None) -> QuotaFilterComponent:
+        """Exactly this name, or the default entity for None."""
+        if name is None:
+            return cls(entity_type, QuotaMatch.DEFAULT)
+        return cls(entity_type, QuotaMatch.EXACT, name)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaAlteration:
+    """Set (a value) or remove (None) quota keys of one entity."""
+
+    entity: QuotaEntity
+    ops: Mapping[str, float | None]
+
+
 @dataclass(frozen=True, slots=True)
 class ScramUpsertion:
     """A SCRAM credential to create or replace (``kafka-configs.sh --entity-type users

@@ -34,6 +34,9 @@ if TYPE_CHECKING:
         MirrorListing,
         NewTopic,
         OffsetAndMetadata,
+        QuotaAlteration,
+        QuotaEntity,
+        QuotaFilterComponent,
         Results,
         ScramUpsertion,
         TopicDescription,
@@ -206,6 +209,18 @@ class SyncAdmin:
     ) -> dict[str, list[tuple[str, int]]]:
         """Blocks on :meth:`Admin.describe_user_scram_credentials`."""
         return self._run(self._admin.describe_user_scram_credentials(users))
+
+    def describe_client_quotas(
+        self, components: Iterable[QuotaFilterComponent] = (), *, strict: bool = False
+    ) -> dict[QuotaEntity, dict[str, float]]:
+        """Blocks on :meth:`Admin.describe_client_quotas`."""
+        return self._run(self._admin.describe_client_quotas(components, strict=strict))
+
+    def alter_client_quotas(
+        self, alterations: Iterable[QuotaAlteration], *, validate_only: bool = False
+    ) -> Results[QuotaEntity]:
+        """Blocks on :meth:`Admin.alter_client_quotas`."""
+        return self._run(self._admin.alter_client_quotas(alterations, validate_only=validate_only))
 
     def create_acls(self, bindings: Iterable[AclBinding]) -> Results[AclBinding]:
         """Blocks on :meth:`Admin.create_acls`."""

@@ -7,10 +7,20 @@ it cannot serve.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mirrorsim.protocol.framing import RequestHeader
+
+
+@dataclass(slots=True)
+class ChannelThrottle:
+    """How long a quota violation mutes the request's connection after its response is
+    sent (KIP-219): the handler sets it, the connection applies it."""
+
+    ms: int = 0
+    exempt: bool = False
+    """Set for requests Kafka never throttles on ``request_percentage`` (a follower's fetch)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +30,9 @@ class RequestContext:
     client_host: str
     principal: str = "User:ANONYMOUS"
     session: Any = None  # mirrorsim.broker.network.session.SecuritySession of the connection
+    request_size: int = 0
+    """The request's size on the wire (what a produce quota counts, as in Kafka)."""
+    throttle: ChannelThrottle = field(default_factory=ChannelThrottle)
 
 
 Handler = Callable[[RequestContext, Any], Awaitable[Any]]

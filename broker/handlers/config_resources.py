@@ -6,6 +6,7 @@ import enum
 from typing import Any
 
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, ResourceType
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 
 class ConfigResourceType(enum.IntEnum):
@@ -20,15 +21,24 @@ class ConfigResourceType(enum.IntEnum):
 
 def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str] | None:
     """The ACL resource whose DESCRIBE_CONFIGS/ALTER_CONFIGS a config resource needs, as
-    Kafka checks it: topics themselves, brokers through the cluster, mirrors through
-    their ClusterMirror. None for types the config handlers refuse anyway."""
+    Kafka checks it: topics and groups themselves, brokers through the cluster, mirrors
+    through their ClusterMirror. None for types the config handlers refuse anyway."""
     if resource_type == ConfigResourceType.TOPIC:
         return ResourceType.TOPIC, name
     if resource_type in (ConfigResourceType.BROKER, ConfigResourceType.BROKER_LOGGER):
         return ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
     if resource_type == ConfigResourceType.MIRROR:
         return ResourceType.CLUSTER_MIRROR, name
+    if resource_type == ConfigResourceType.GROUP:
+        return ResourceType.GROUP, name
     return None
+
+
+def group_name(name: str) -> str:
+    """A GROUP resource's group id; INVALID_REQUEST for an empty one, as Kafka answers."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    return name
 
 
 async def current_topic(broker: Any, name: str) -> Any:

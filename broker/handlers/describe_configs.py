@@ -6,8 +6,9 @@ never listed. A broker resource is either this broker's id (every broker config)
 empty name (the cluster-wide dynamic defaults only), as in Kafka. A mirror lists the
 spec's mirror config table with its defaults, then its other settings; credentials come
 back as null with ``is_sensitive``, and a mirror that does not exist is UNKNOWN_MIRROR, as
-the mirror APIs answer. Each resource needs DESCRIBE_CONFIGS on its ACL resource
-(``acl_resource``).
+the mirror APIs answer. A group (Kafka 4.x GROUP resource) lists every group config, its
+own values as GROUP_CONFIG and the rest as defaults, whether or not the group exists. Each
+resource needs DESCRIBE_CONFIGS on its ACL resource (``acl_resource``).
 """
 
 from __future__ import annotations
@@ -23,13 +24,16 @@ from mirrorsim.broker.config import (
     resolve_broker_config,
     resolve_topic_config,
 )
+from mirrorsim.broker.group.dynamic_configs import describe_group_configs
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
     acl_resource,
     current_topic,
+    group_name,
 )
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.metadata.group_configs import group_configs
 from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.acl import AclOperation
@@ -70,6 +74,9 @@ async def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigVa
         if record is None:
             raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {name} does not exist")
         return describe_mirror_configs(record.configs)
+    if resource_type == ConfigResourceType.GROUP:
+        overrides = await asyncio.to_thread(group_configs, broker.store, group_name(name))
+        return describe_group_configs(overrides)
     if resource_type == ConfigResourceType.TOPIC:
         record = await current_topic(broker, name)
         if record is None:

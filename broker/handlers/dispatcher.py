@@ -15,7 +15,9 @@ from typing import Any
 
 from mirrorsim.broker.handlers.api_versions import unsupported_version_response
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
+from mirrorsim.broker.handlers.quota_throttle import apply_request_quota
 from mirrorsim.broker.network.connection import CloseConnection, Connection
+from mirrorsim.broker.network.loop_time import LoopTime
 from mirrorsim.broker.network.sasl_gate import check_authenticated
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
@@ -63,13 +65,18 @@ class Dispatcher:
             client_host=conn.client_host,
             principal=conn.session.principal,
             session=conn.session,
+            request_size=len(frame),
         )
         started = time.perf_counter()
+        handling = LoopTime(registration.handler(ctx, request.body))
         try:
-            response = await registration.handler(ctx, request.body)
+            response = await handling
         except Exception as exc:
             log.exception("handler for api key %d v%d failed", api_key, version)
             raise CloseConnection(f"internal error handling api key {api_key}: {exc}") from exc
+        response = apply_request_quota(ctx, response, handling.seconds)
+        if ctx.throttle.ms > 0:
+            conn.mute_after_response(ctx.throttle.ms / 1000)
         encoded = (
             None
             if response is None

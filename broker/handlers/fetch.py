@@ -9,16 +9,25 @@ latest epoch in a mirror partition's log, -1 for other partitions. A follower's
 A follower whose v15+ ``ReplicaState`` names a broker epoch older than the one its broker
 registered since is an incarnation the controller fenced: every partition answers
 STALE_BROKER_EPOCH and its fetch counts for nothing.
+A consumer's response bytes count against its ``consumer_byte_rate``; over the quota it
+gets an empty response with the throttle time and its connection is muted for that time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import fetch_denials
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.quota_throttle import (
+    as_throttle_time,
+    client_of,
+    record_and_throttle,
+)
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.quotas.entity import CONSUMER_BYTE_RATE
 from mirrorsim.broker.replica import (
     FetchKey,
     FetchOutcome,
@@ -41,6 +50,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     manager: ReplicaManager = ctx.broker.replica_manager
     version = ctx.header.api_version
     params = _params(body, version)
+    ctx.throttle.exempt = params.is_from_follower
     requested = dict(_requested_partitions(manager, body.topics, version))
     forgotten = list(_forgotten_partitions(manager, body, version))
     session_id = body.session_id if version >= SESSIONS_VERSION else 0
@@ -59,6 +69,9 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
                 "responses": [],
             },
         )
+    quota_bytes = _consumer_quota_bytes(ctx, params)
+    if quota_bytes is not None:
+        params = dataclasses.replace(params, max_bytes=max(1, min(params.max_bytes, quota_bytes)))
     to_read = context.partitions()
     readable = {key: fetch for key, fetch in to_read.items() if key.topic}
     denied = await fetch_denials(ctx, list(readable), follower=params.is_from_follower)
@@ -75,6 +88,17 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     for key in to_read:
         if not key.topic:
             outcomes[key] = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
+    throttle_ms = 0 if params.is_from_follower else _consumer_throttle_ms(ctx, outcomes)
+    if throttle_ms > 0:
+        return respond(
+            body,
+            {
+                "throttle_time": as_throttle_time(throttle_ms),
+                "error_code": ErrorCode.NONE,
+                "session_id": context.throttled_session_id(),
+                "responses": [],
+            },
+        )
     response_session, included = context.build_response(
         {key: _summary(outcome) for key, outcome in outcomes.items()}
     )
@@ -87,6 +111,26 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "responses": _topic_responses(manager, included, outcomes),
         },
     )
+
+
+def _consumer_quota_bytes(ctx: RequestContext, params: FetchParams) -> int | None:
+    """A consumer never gets more in one response than its quota allows in a quota window
+    (Kafka's ``getMaxValueInQuotaWindow``), so one fetch cannot earn an endless throttle."""
+    if params.is_from_follower:
+        return None
+    most = ctx.broker.client_quotas.max_value_in_window(CONSUMER_BYTE_RATE, client_of(ctx))
+    return None if most is None else int(most)
+
+
+def _consumer_throttle_ms(ctx: RequestContext, outcomes: Mapping[FetchKey, FetchOutcome]) -> int:
+    """Record the response's record bytes against ``consumer_byte_rate``; over the quota the
+    bytes are taken back and the response goes out empty with the throttle time, as Kafka
+    answers a throttled fetch (the consumer fetches the same offsets again)."""
+    size = sum(len(o.records) for o in outcomes.values() if not isinstance(o, KafkaError))
+    throttle_ms = record_and_throttle(ctx, CONSUMER_BYTE_RATE, size)
+    if throttle_ms > 0:
+        ctx.broker.client_quotas.unrecord(CONSUMER_BYTE_RATE, client_of(ctx), size)
+    return throttle_ms
 
 
 def _stale_incarnation(ctx: RequestContext, params: FetchParams) -> KafkaError | None:

@@ -1,4 +1,9 @@
-"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics, brokers and mirrors.
+"""IncrementalAlterConfigs (SET, DELETE, APPEND, SUBTRACT) on topics, brokers, mirrors and
+groups.
+
+A group's configs (Kafka 4.x GROUP resources) are checked as a whole
+(``group/dynamic_configs.py``: INVALID_CONFIG for an unknown name or a refused value) and
+replaced in one store transaction.
 
 A mirror's new configuration is checked as a whole (``mirror_configs``) before it is
 stored; the metadata refresh that follows hands it to this broker's mirror coordinator at
@@ -12,13 +17,16 @@ import asyncio
 from typing import Any
 
 from mirrorsim.broker.config import ConfigError
+from mirrorsim.broker.group.dynamic_configs import GROUP_CONFIGS, validate_group_configs
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.config_alterations import answer_each_resource
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
     current_topic,
+    group_name,
 )
-from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
+from mirrorsim.broker.metadata.alter_ops import AlterConfigOp, apply_alter_ops
+from mirrorsim.broker.metadata.group_configs import alter_group_configs, group_configs
 from mirrorsim.broker.metadata.mirror_configs import alter_mirror_configs
 from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -50,10 +58,29 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
         )
     elif resource.resource_type == ConfigResourceType.MIRROR:
         await _alter_mirror(broker, resource.resource_name, ops, validate_only)
+    elif resource.resource_type == ConfigResourceType.GROUP:
+        await _alter_group(broker, group_name(resource.resource_name), ops, validate_only)
     else:
         raise KafkaError(
             ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}"
         )
+
+
+async def _alter_group(
+    broker: Any, group_id: str, ops: list[AlterConfigOp], validate_only: bool
+) -> None:
+    def change(current: dict[str, str]) -> dict[str, str]:
+        configs = apply_alter_ops(current, ops, GROUP_CONFIGS)
+        validate_group_configs(configs)
+        return configs
+
+    try:
+        if validate_only:
+            change(await asyncio.to_thread(group_configs, broker.store, group_id))
+        else:
+            await asyncio.to_thread(alter_group_configs, broker.store, group_id, change)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
 
 
 async def _alter_mirror(

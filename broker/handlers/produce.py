@@ -4,6 +4,10 @@ Partitions are appended concurrently so that acks=all waits overlap. v13 names t
 id. With acks=0 the client expects no response at all, so the handler returns None; when
 a partition fails, the connection is closed instead, as Kafka does, which is the only
 signal that makes the producer refresh its metadata.
+
+The request's size counts against the caller's ``producer_byte_rate`` once the appends are
+done, as in Kafka; over the quota, the response carries the throttle time and the
+connection is muted for it (acks=0 too, with no response).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from typing import Any
 
 from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.handlers.quota_throttle import as_throttle_time, record_and_throttle
+from mirrorsim.broker.handlers.response import respond
+from mirrorsim.broker.quotas.entity import PRODUCER_BYTE_RATE
 from mirrorsim.broker.replica import AppendResult, ReplicaManager
 from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, RecordErrorsError
@@ -46,6 +52,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         }
         for topic_data in body.topic_data
     ]
+    throttle_ms = record_and_throttle(ctx, PRODUCER_BYTE_RATE, ctx.request_size)
     if body.acks == 0:
         failed = [
             f"{topic['name'] or topic['topic_id']}-{p['index']}: {ErrorCode(p['error_code']).name}"
@@ -56,7 +63,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         if failed and ctx.session is not None:
             ctx.session.close_reason = "acks=0 produce failed (" + ", ".join(failed) + ")"
         return None
-    return respond(body, {"responses": responses, "throttle_time": NO_THROTTLE})
+    return respond(body, {"responses": responses, "throttle_time": as_throttle_time(throttle_ms)})
 
 
 async def _produce_partition(

@@ -63,6 +63,14 @@ def _add_broker_epochs(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE brokers ADD COLUMN fenced BOOLEAN NOT NULL DEFAULT FALSE"))
 
 
+def _add_client_quotas(conn: Connection) -> None:
+    schema.client_quotas.create(conn, checkfirst=True)
+
+
+def _add_group_configs(conn: Connection) -> None:
+    schema.group_configs.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
@@ -71,6 +79,8 @@ MIGRATIONS: list[Migration] = [
     _add_finalized_features,
     _add_metadata_version,
     _add_broker_epochs,
+    _add_client_quotas,
+    _add_group_configs,
 ]
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     ForeignKey,
     Integer,
     MetaData,
@@ -156,6 +157,23 @@ scram_credentials = Table(
     Column("stored_key", Text, nullable=False),
     Column("server_key", Text, nullable=False),
     Column("iterations", Integer, nullable=False),
+)
+
+client_quotas = Table(
+    "client_quotas",
+    metadata,
+    # the entity as canonical JSON: [[type, name or null for the default], ...] sorted by type
+    Column("entity", String(1024), primary_key=True),
+    Column("key", String(64), primary_key=True),
+    Column("value", Float(precision=53), nullable=False),
+)
+
+group_configs = Table(
+    "group_configs",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    Column("name", String(255), primary_key=True),
+    Column("value", Text, nullable=False),
 )
 
 broker_listeners = Table(

@@ -39,6 +39,8 @@ class ConnectionLimits:
 
 
 class Connection:
+    """One client connection; ``mute_after_response`` implements KIP-219's muted channel."""
+
     def __init__(
         self,
         reader: asyncio.StreamReader,
@@ -64,6 +66,16 @@ class Connection:
         )
         self._reader_task: asyncio.Task[None] | None = None
         self._processor_task: asyncio.Task[None] | None = None
+        self._mute_s = 0.0
+
+    def mute_after_response(self, seconds: float) -> None:
+        """Once the current response is written, read and serve nothing for ``seconds``.
+
+        This is how Kafka throttles a client over its quota (KIP-219): the response goes
+        out at once carrying ``throttle_time_ms``, then the channel stays muted, so a client
+        that ignores the throttle time cannot get another request served any sooner.
+        """
+        self._mute_s = max(self._mute_s, seconds)
 
     async def run(self) -> None:
         """Serve until the peer closes, a protocol violation, idleness or shutdown."""
@@ -143,7 +155,23 @@ class Connection:
             if self.session.close_reason:
                 log.info("connection %s closed: %s", self.peer, self.session.close_reason)
                 return
+            if self._mute_s > 0:
+                await self._stay_muted()
             self._last_activity = time.monotonic()
+
+    async def _stay_muted(self) -> None:
+        """Stop reading from the socket (the kernel buffers, then the client's sends, fill
+        up) and serve nothing queued until the throttle time has passed."""
+        seconds, self._mute_s = self._mute_s, 0.0
+        transport = self._writer.transport
+        transport.pause_reading()
+        self._busy = True
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            self._busy = False
+            if not transport.is_closing():
+                transport.resume_reading()
 
     def _write(self, buffers: FrameBuffers) -> None:
         """Hand the response to the transport one buffer at a time, each as a view.

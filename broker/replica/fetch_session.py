@@ -126,6 +126,12 @@ class FetchContext:
         """(session id for the response, the partitions to include, in order)."""
         raise NotImplementedError
 
+    def throttled_session_id(self) -> int:
+        """The session id of a response withheld by a quota: no session is created for a
+        full request, an incremental one keeps its session unchanged (Kafka's
+        ``getThrottledResponse``)."""
+        return INVALID_SESSION_ID
+
 
 class SessionlessContext(FetchContext):
     def __init__(self, fetch: Mapping[FetchKey, PartitionFetch]) -> None:
@@ -174,6 +180,9 @@ class IncrementalContext(FetchContext):
 
     def partitions(self) -> Mapping[FetchKey, PartitionFetch]:
         return {key: entry.fetch for key, entry in self._session.partitions.items()}
+
+    def throttled_session_id(self) -> int:
+        return self._session.session_id
 
     def build_response(
         self, outcomes: Mapping[FetchKey, PartitionOutcome]

@@ -382,6 +382,35 @@ TABLE = [
         _cluster_grant(AclOperation.ALTER),
         success=ErrorCode.RESOURCE_NOT_FOUND,
     ),
+    Row(
+        "DescribeClientQuotas",
+        48,
+        1,
+        lambda s: {
+            "components": [{"entity_type": "user", "match_type": 0, "match": f"user-{s}"}],
+            "strict": False,
+        },
+        lambda r: int(r.error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.DESCRIBE_CONFIGS),
+    ),
+    Row(
+        "AlterClientQuotas",
+        49,
+        1,
+        lambda s: {
+            "entries": [
+                {
+                    "entity": [{"entity_type": "user", "entity_name": f"user-{s}"}],
+                    "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}],
+                }
+            ],
+            "validate_only": False,
+        },
+        lambda r: int(r.entries[0].error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.ALTER_CONFIGS),
+    ),
 ]
 USERS = [f"row{i}" for i in range(len(TABLE))]
 SECURED = {

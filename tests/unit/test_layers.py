@@ -42,6 +42,7 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "fetcher/": ("fetcher",),
     "broker/controller/": ("broker.controller",),
     "broker/txn/": ("broker.txn",),
+    "broker/quotas/": ("broker.quotas",),
     "broker/network/": ("broker.network",),
     "broker/auth/": ("broker.auth",),
     "broker/handlers/": ("broker.handlers",),
@@ -63,8 +64,8 @@ LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("broker/group/", "broker/replica/", "broker/metrics/"), "groups; replicas; metrics"),
     (("broker/metadata/", "fetcher/"), "metadata store and view; mirror fetchers"),
     (
-        ("broker/controller/", "broker/txn/", "broker/network/"),
-        "controller; transactions; listeners",
+        ("broker/controller/", "broker/txn/", "broker/quotas/", "broker/network/"),
+        "controller; transactions; client quotas; listeners",
     ),
     (("broker/auth/",), "authorizer, SCRAM, inter-broker credentials"),
     (("broker/handlers/",), "dispatcher, one module per API family"),

@@ -1,0 +1,1 @@
+"""Client quotas: entities and keys, where they are stored, and their enforcement."""
