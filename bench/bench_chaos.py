@@ -40,9 +40,14 @@ async def soak(indices: list[int], steps: int, seed: int, shrink: bool) -> Explo
 
 
 def _progress(outcome: ScheduleOutcome) -> None:
+    """One line per verdict, with what was seen: a long soak is read while it runs."""
     verdict = "error" if outcome.error else ",".join(outcome.invariants) or "ok"
+    seen = [f"{v.invariant}: {v.detail}" for v in outcome.violations]
+    if outcome.error:
+        seen.append(outcome.error.splitlines()[0])
+    details = "".join(f"\n    {line[:300]}" for line in seen)
     print(
-        f"schedule {outcome.schedule.index}: {verdict} ({outcome.seconds:.1f}s)",
+        f"schedule {outcome.schedule.index}: {verdict} ({outcome.seconds:.1f}s){details}",
         file=sys.stderr,
         flush=True,
     )
