@@ -14,6 +14,7 @@ from typing import NamedTuple, TypeVar
 
 from mirrorsim.client.cluster import BrokerInfo, PartitionInfo
 from mirrorsim.protocol.acl import (
+    AclFilter,
     AclOperation,
     AclPermissionType,
     AlterConfigOpType,
@@ -192,17 +193,9 @@ class AclBinding:
     pattern_type: PatternType = PatternType.LITERAL
 
 
-@dataclass(frozen=True, slots=True)
-class AclBindingFilter:
-    """Matches ACL bindings; None and ANY match everything (Kafka's ``AclBindingFilter``)."""
-
-    resource_type: ResourceType = ResourceType.ANY
-    resource_name: str | None = None
-    pattern_type: PatternType = PatternType.ANY
-    principal: str | None = None
-    host: str | None = None
-    operation: AclOperation = AclOperation.ANY
-    permission_type: AclPermissionType = AclPermissionType.ANY
+AclBindingFilter = AclFilter
+"""Kafka's client-side name for the filter the broker matches ACL bindings with: None and
+ANY match everything."""
 
 
 @dataclass(frozen=True, slots=True)
