@@ -370,6 +370,11 @@ class MirrorLifecycle:
     ) -> dict[str, KafkaError | None]:
         return await self._retag(mirror, topics, self._resuming)
 
+    def mirror_coordinator(self, mirror: str) -> int:
+        """The broker leading ``mirror``'s ``__mirror_state`` partition: the one that syncs
+        its metadata, so FindCoordinator and the sync jobs always name the same broker."""
+        return int(self._broker.mirror_metadata.coordinator_of(mirror))
+
     async def _require_partitions_settle(
         self, mirror: str, topic: TopicRecord, value: str, target: MirrorPartitionState
     ) -> None:
