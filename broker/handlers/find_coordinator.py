@@ -25,11 +25,11 @@ from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respon
 from mirrorsim.broker.network.advertised import readvertised
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import COORDINATOR_TYPE_MIRROR
 
 FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
-MIRROR_KEY_TYPE = 3
 _ACL_RESOURCE = {
     GROUP_KEY_TYPE: ResourceType.GROUP,
     TRANSACTION_KEY_TYPE: ResourceType.TRANSACTIONAL_ID,
@@ -51,7 +51,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
 
 
 async def _coordinator(ctx: RequestContext, key: str, key_type: int) -> dict[str, Any]:
-    if key_type == MIRROR_KEY_TYPE:
+    if key_type == COORDINATOR_TYPE_MIRROR:
         return await _mirror_coordinator(ctx, key)
     resource_type = _ACL_RESOURCE.get(key_type)
     if resource_type is not None:

@@ -26,7 +26,7 @@ RESOURCE_TYPE_CLUSTER_MIRROR = 8
 """ACL ``ResourceType`` for per-mirror authorization."""
 
 COORDINATOR_TYPE_MIRROR = 3
-"""FindCoordinator ``KeyType`` that locates a mirror partition's coordinator."""
+"""FindCoordinator ``KeyType`` that locates a mirror's coordinator (key: the mirror name)."""
 
 CONFIG_RESOURCE_TYPE_MIRROR = 64
 """DescribeConfigs/IncrementalAlterConfigs ``ResourceType`` of a mirror's configuration."""

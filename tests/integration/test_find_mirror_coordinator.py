@@ -13,17 +13,17 @@ from mirrorsim.client import Admin
 from mirrorsim.client.cluster import RequestSpec
 from mirrorsim.coordinator.mirror_state_store import metadata_coordinator_partition
 from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.messages.constants import COORDINATOR_TYPE_MIRROR
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
 
 FIND_COORDINATOR = 10
-MIRROR_KEY_TYPE = 3
 
 
 def find_mirror_coordinator(version: int, keys: list[str]) -> RequestSpec:
     if version >= 4:
-        fields: dict[str, Any] = {"key_type": MIRROR_KEY_TYPE, "coordinator_keys": keys}
+        fields: dict[str, Any] = {"key_type": COORDINATOR_TYPE_MIRROR, "coordinator_keys": keys}
     else:
-        fields = {"key_type": MIRROR_KEY_TYPE, "key": keys[0]}
+        fields = {"key_type": COORDINATOR_TYPE_MIRROR, "key": keys[0]}
     return RequestSpec(FIND_COORDINATOR, fields, versions=(version,))
 
 
