@@ -36,3 +36,9 @@ FETCH_MIRROR_VERSION = 19
 
 CREATE_TOPICS_MIRROR_VERSION = 8
 """First CreateTopics version carrying ``MirrorInfo``."""
+
+DESCRIBE_CONFIGS_MIRROR_VERSION = 5
+"""First DescribeConfigs version that may name a MIRROR resource (the spec's version bump)."""
+
+INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION = 2
+"""First IncrementalAlterConfigs version that may name a MIRROR resource."""
