@@ -935,12 +935,34 @@ class Admin:
         response = await self._to_any(spec)
         raise_for_error(response.error_code, response.error_message)
 
-    async def add_topics_to_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+    async def add_topics_to_mirror(
+        self,
+        name: str,
+        topics: Iterable[str],
+        *,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+    ) -> Results[str]:
         """AddTopicsToMirror to any broker (forwarded to the controller): mirror ``topics`` from
         the mirror's source; per topic None or its error. Raises a request-wide error
         (UNKNOWN_MIRROR, ...).
+
+        Each topic goes with an id, which the broker holds against the source topic's
+        (UNKNOWN_TOPIC_ID when they differ: the source topic was deleted and created again):
+        the one in ``topic_ids``, else the id this cluster already has for the name (a
+        re-added, failed-over topic keeps its source id), else the zero id, which matches
+        any.
         """
-        return await self._mirror_topics(MirrorApiKey.ADD_TOPICS_TO_MIRROR, name, topics)
+        names = sorted(set(topics))
+        await self.cluster.refresh_metadata(names)
+        ids = {t: self.cluster.topic_id(t) or _ZERO_UUID for t in names} | dict(topic_ids or {})
+        spec = RequestSpec(
+            MirrorApiKey.ADD_TOPICS_TO_MIRROR,
+            {
+                "mirror_name": name,
+                "topics": [{"topic_id": ids[t], "topic_name": t} for t in names],
+            },
+        )
+        return await self._mirror_topic_results(spec)
 
     async def remove_topics_from_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
         """RemoveTopicsFromMirror to any broker (forwarded to the controller): stop mirroring
@@ -1051,6 +1073,9 @@ class Admin:
                 ],
             },
         )
+        return await self._mirror_topic_results(spec)
+
+    async def _mirror_topic_results(self, spec: RequestSpec) -> Results[str]:
         response = await self._to_any(spec)
         raise_for_error(response.error_code, response.error_message)
         return Results(

@@ -35,6 +35,7 @@ from mirrorsim.client.errors import (
     UnsupportedVersion,
     raise_for_error,
 )
+from mirrorsim.client.network_stats import NetworkStats
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.messages.constants import COORDINATOR_TYPE_MIRROR
@@ -146,6 +147,8 @@ class ClusterClient:
         )
         self._metadata = ClusterMetadata(None, -1, {}, {})
         self._connections: dict[int, BrokerConnection] = {}
+        self.network = NetworkStats()
+        """What every connection of this client carried (Kafka's client network metrics)."""
         self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._backoff: dict[int, ReconnectBackoff] = {}
 
@@ -387,6 +390,7 @@ class ClusterClient:
             ssl_context=self.config.ssl_context,
             sasl=self.config.sasl,
             request_timeout_ms=self.config.request_timeout_ms,
+            stats=self.network,
         )
 
     def _merge(self, fresh: ClusterMetadata, asked: list[str] | None) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from kio.schema.sasl_handshake.v1 import SaslHandshakeRequest
 
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion
+from mirrorsim.client.network_stats import NetworkStats
 from mirrorsim.client.sasl import SaslAuthenticationError, SaslSettings, new_exchange
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.framing import (
@@ -46,6 +47,7 @@ SASL_AUTHENTICATE_KEY = 36
 CLIENT_SOFTWARE_NAME = "mirrorsim"
 CLIENT_SOFTWARE_VERSION = "0.1.0"
 _CORRELATION = struct.Struct(">i")
+_SIZE_PREFIX = 4
 
 
 @dataclass(slots=True)
@@ -65,8 +67,11 @@ class BrokerConnection:
         ssl_context: ssl.SSLContext | None = None,
         sasl: SaslSettings | None = None,
         request_timeout_ms: int = 30000,
+        stats: NetworkStats | None = None,
     ) -> None:
         self.host = host
+        self.stats = stats or NetworkStats()
+        self._open = False
         self.port = port
         self.client_id = client_id
         self._ssl_context = ssl_context
@@ -105,6 +110,8 @@ class BrokerConnection:
             )
         except (OSError, TimeoutError) as exc:
             raise KafkaConnectionError(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        self._open = True
+        self.stats.connections_created += 1
         try:
             await self._negotiate_api_versions()
             if self._sasl is not None:
@@ -179,6 +186,8 @@ class BrokerConnection:
             raise KafkaConnectionError(f"{self!r} is not connected")
         try:
             self._transport.write(frame)
+            self.stats.requests += 1
+            self.stats.bytes_sent += len(frame)
             await self._stream.drain()
         except (OSError, RuntimeError) as exc:
             failure = KafkaConnectionError(f"write to {self.host}:{self.port} failed: {exc}")
@@ -186,9 +195,14 @@ class BrokerConnection:
             raise failure from exc
 
     def _connection_lost(self, reason: str) -> None:
+        if self._open:
+            self._open = False
+            self.stats.connections_closed += 1
         self._fail_pending(KafkaConnectionError(f"connection to {self.host}:{self.port} {reason}"))
 
     def _resolve(self, payload: bytes | memoryview) -> None:
+        self.stats.responses += 1
+        self.stats.bytes_received += _SIZE_PREFIX + len(payload)
         if len(payload) < _CORRELATION.size:
             raise FrameError(f"response of {len(payload)} bytes has no correlation id")
         (correlation_id,) = _CORRELATION.unpack_from(payload, 0)

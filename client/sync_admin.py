@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Coroutine, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -240,9 +241,15 @@ class SyncAdmin:
         """Blocks on :meth:`Admin.create_mirror`."""
         return self._run(self._admin.create_mirror(name, configs))
 
-    def add_topics_to_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
+    def add_topics_to_mirror(
+        self,
+        name: str,
+        topics: Iterable[str],
+        *,
+        topic_ids: Mapping[str, uuid.UUID] | None = None,
+    ) -> Results[str]:
         """Blocks on :meth:`Admin.add_topics_to_mirror`."""
-        return self._run(self._admin.add_topics_to_mirror(name, topics))
+        return self._run(self._admin.add_topics_to_mirror(name, topics, topic_ids=topic_ids))
 
     def remove_topics_from_mirror(self, name: str, topics: Iterable[str]) -> Results[str]:
         """Blocks on :meth:`Admin.remove_topics_from_mirror`."""

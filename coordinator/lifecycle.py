@@ -196,10 +196,17 @@ class MirrorLifecycle:
             await self._broker.refresh_metadata()
         if not self._coordinator.sources.knows(mirror):
             raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {mirror} does not exist")
-        return await self._add_topics(mirror, list(dict.fromkeys(n for n, _ in topics)), excluded)
+        requested = list(topics)
+        pinned = {n: i for n, i in requested if i is not None and i.int != 0}
+        names = list(dict.fromkeys(n for n, _ in requested))
+        return await self._add_topics(mirror, names, pinned, excluded)
 
     async def _add_topics(
-        self, mirror: str, names: list[str], excluded: PatternList
+        self,
+        mirror: str,
+        names: list[str],
+        pinned: Mapping[str, uuid.UUID],
+        excluded: PatternList,
     ) -> dict[str, KafkaError | None]:
         """Each topic is checked on its own, but the work is done for all of them at once:
         one store read, one Metadata and one DescribeConfigs to the source, one batch of
@@ -233,6 +240,11 @@ class MirrorLifecycle:
                     results[name] = KafkaError(
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                         f"Topic {name} does not exist on the source",
+                    )
+                elif name in pinned and pinned[name] != info.topic_id:
+                    results[name] = KafkaError(
+                        ErrorCode.UNKNOWN_TOPIC_ID,
+                        f"Topic {name} has id {info.topic_id} on the source, not {pinned[name]}",
                     )
                 else:
                     on_source[name] = info
@@ -373,6 +385,11 @@ class MirrorLifecycle:
         self, mirror: str, topics: Iterable[str]
     ) -> dict[str, KafkaError | None]:
         return await self._retag(mirror, topics, self._resuming)
+
+    def mirror_coordinator(self, mirror: str) -> int:
+        """The broker leading ``mirror``'s ``__mirror_state`` partition: the one that syncs
+        its metadata, so FindCoordinator and the sync jobs always name the same broker."""
+        return int(self._broker.mirror_metadata.coordinator_of(mirror))
 
     async def _require_partitions_settle(
         self, mirror: str, topic: TopicRecord, value: str, target: MirrorPartitionState

@@ -337,7 +337,19 @@ class MirrorSyncExecutor:
                 sorted(unsure),
             )
             mirror_topics = [t for t in mirror_topics if t.name not in unsure]
-        configs = await self._source_overrides(source, sorted(present))
+        try:
+            configs = await self._source_overrides(source, sorted(present))
+        except KafkaError as exc:
+            # Without the source's configs the diff would read "no overrides" and delete
+            # the destination's, so the topic stage waits for the next cycle; the refusal
+            # is a topic configuration sync error (the source's ACLs, say), not a refresh.
+            log.warning(
+                "mirror %s: source topic configs unavailable (%s); topics not synced this cycle",
+                report.mirror,
+                exc,
+            )
+            self._fail(report, SyncError.TOPIC_CONFIG)
+            return
         source_views = [
             TopicView(name, info.topic_id, len(info.partitions), configs.get(name, {}))
             for name, info in present.items()

@@ -19,6 +19,20 @@ class ConfigResourceType(enum.IntEnum):
     MIRROR = 64
 
 
+def unsupported_in_version(
+    resource_type: int, api_version: int, mirror_since: int
+) -> KafkaError | None:
+    """A MIRROR resource in a version older than the one KIP-1279 bumped to is a type that
+    version does not know: Kafka answers a resource type it does not support with
+    INVALID_REQUEST for that resource, before authorization. None when it is fine."""
+    if resource_type != ConfigResourceType.MIRROR or api_version >= mirror_since:
+        return None
+    return KafkaError(
+        ErrorCode.INVALID_REQUEST,
+        f"Unsupported resource type MIRROR ({resource_type}) before version {mirror_since}",
+    )
+
+
 def acl_resource(resource_type: int, name: str) -> tuple[ResourceType, str] | None:
     """The ACL resource whose DESCRIBE_CONFIGS/ALTER_CONFIGS a config resource needs, as
     Kafka checks it: topics and groups themselves, brokers through the cluster, mirrors

@@ -8,7 +8,9 @@ spec's mirror config table with its defaults, then its other settings; credentia
 back as null with ``is_sensitive``, and a mirror that does not exist is UNKNOWN_MIRROR, as
 the mirror APIs answer. A group (Kafka 4.x GROUP resource) lists every group config, its
 own values as GROUP_CONFIG and the rest as defaults, whether or not the group exists. Each
-resource needs DESCRIBE_CONFIGS on its ACL resource (``acl_resource``).
+resource needs DESCRIBE_CONFIGS on its ACL resource (``acl_resource``). A MIRROR resource
+needs version 5 or later, the version KIP-1279 added so clients can see mirror config
+support in ApiVersions; before it, the resource is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from mirrorsim.broker.handlers.config_resources import (
     acl_resource,
     current_topic,
     group_name,
+    unsupported_in_version,
 )
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.group_configs import group_configs
@@ -38,17 +41,23 @@ from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.acl import AclOperation
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import DESCRIBE_CONFIGS_MIRROR_VERSION
 
 DESCRIBE_CONFIGS_KEY = 32
 
 
-@handles(DESCRIBE_CONFIGS_KEY, min_version=1, max_version=4)
+@handles(DESCRIBE_CONFIGS_KEY, min_version=1, max_version=DESCRIBE_CONFIGS_MIRROR_VERSION)
 async def handle(ctx: RequestContext, body: Any) -> Any:
     results = []
     include_synonyms = bool(getattr(body, "include_synonyms", False))
     for resource in body.resources:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:
+            unsupported = unsupported_in_version(
+                resource.resource_type, ctx.header.api_version, DESCRIBE_CONFIGS_MIRROR_VERSION
+            )
+            if unsupported is not None:
+                raise unsupported
             await _authorize(ctx, resource.resource_type, resource.resource_name)
             values = await _describe(ctx.broker, resource.resource_type, resource.resource_name)
         except KafkaError as exc:

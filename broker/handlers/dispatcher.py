@@ -5,6 +5,9 @@ requests the broker cannot serve.
   and our supported list, so the client can retry at a version we speak.
 - Any other unknown api key or unsupported version, or an undecodable request: Kafka
   closes the connection; we do the same and say why in the log.
+
+Each handled request is accounted in the broker's RequestMetrics: counts and sizes at once,
+its times (``RequestTimes``) once the connection reports the response sent.
 """
 
 from __future__ import annotations
@@ -16,9 +19,15 @@ from typing import Any
 from mirrorsim.broker.handlers.api_versions import unsupported_version_response
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
 from mirrorsim.broker.handlers.quota_throttle import apply_request_quota
-from mirrorsim.broker.network.connection import CloseConnection, Connection
+from mirrorsim.broker.metrics.requests import RequestMetrics, RequestTimes
+from mirrorsim.broker.network.connection import CloseConnection, Connection, RequestTiming
 from mirrorsim.broker.network.loop_time import LoopTime
 from mirrorsim.broker.network.sasl_gate import check_authenticated
+from mirrorsim.broker.replica.purgatory import (
+    ParkedTime,
+    end_parked_time,
+    parked_time_of_this_request,
+)
 from mirrorsim.protocol.framing import (
     API_VERSIONS_KEY,
     FrameBuffers,
@@ -35,7 +44,9 @@ class Dispatcher:
     def __init__(self, broker: Any) -> None:
         self._broker = broker
 
-    async def __call__(self, conn: Connection, frame: bytes | memoryview) -> FrameBuffers | None:
+    async def __call__(
+        self, conn: Connection, frame: bytes | memoryview, timing: RequestTiming
+    ) -> FrameBuffers | None:
         try:
             api_key, version, correlation_id = peek_header(frame)
         except FrameError as exc:
@@ -67,16 +78,19 @@ class Dispatcher:
             session=conn.session,
             request_size=len(frame),
         )
-        started = time.perf_counter()
         handling = LoopTime(registration.handler(ctx, request.body))
+        parked, token = parked_time_of_this_request()
         try:
             response = await handling
         except Exception as exc:
             log.exception("handler for api key %d v%d failed", api_key, version)
             raise CloseConnection(f"internal error handling api key {api_key}: {exc}") from exc
+        finally:
+            end_parked_time(token)
         response = apply_request_quota(ctx, response, handling.seconds)
         if ctx.throttle.ms > 0:
             conn.mute_after_response(ctx.throttle.ms / 1000)
+        timing.response_ready = time.perf_counter()
         encoded = (
             None
             if response is None
@@ -84,12 +98,37 @@ class Dispatcher:
                 response, api_version=version, correlation_id=correlation_id
             )
         )
-        self._broker.metrics.requests.observe(
+        metrics: RequestMetrics = self._broker.metrics.requests
+        metrics.observe(
             api_key,
             version,
             request_size=len(frame),
             response_size=sum(map(len, encoded or ())),
-            seconds=time.perf_counter() - started,
             response=response,
         )
+        throttle = _throttle_seconds(response)
+        timing.on_sent = lambda sent: metrics.observe_times(
+            api_key, version, _times(sent, parked, throttle)
+        )
         return encoded
+
+
+def _throttle_seconds(response: Any) -> float:
+    throttle = getattr(response, "throttle_time", None)
+    if throttle is None:
+        return 0.0
+    return float(throttle.total_seconds())
+
+
+def _times(timing: RequestTiming, parked: ParkedTime, throttle: float) -> RequestTimes:
+    handling = timing.response_ready - timing.dequeued
+    remote = min(parked.seconds, handling)
+    return RequestTimes(
+        request_queue=timing.dequeued - timing.received,
+        local=handling - remote,
+        remote=remote,
+        response_queue=timing.send_started - timing.response_ready,
+        response_send=timing.sent - timing.send_started,
+        throttle=throttle,
+        total=timing.sent - timing.received,
+    )

@@ -8,7 +8,9 @@ replaced in one store transaction.
 A mirror's new configuration is checked as a whole (``mirror_configs``) before it is
 stored; the metadata refresh that follows hands it to this broker's mirror coordinator at
 once (other brokers on their next poll), which reconnects the mirror to its source. Each
-resource needs ALTER_CONFIGS on its ACL resource (``acl_resource``).
+resource needs ALTER_CONFIGS on its ACL resource (``acl_resource``). A MIRROR resource
+needs version 2 or later, the version KIP-1279 added so clients can see mirror config
+support in ApiVersions; before it, the resource is INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -30,13 +32,20 @@ from mirrorsim.broker.metadata.group_configs import alter_group_configs, group_c
 from mirrorsim.broker.metadata.mirror_configs import alter_mirror_configs
 from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION
 
 INCREMENTAL_ALTER_CONFIGS_KEY = 44
 
 
-@handles(INCREMENTAL_ALTER_CONFIGS_KEY, min_version=0, max_version=1)
+@handles(
+    INCREMENTAL_ALTER_CONFIGS_KEY,
+    min_version=0,
+    max_version=INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION,
+)
 async def handle(ctx: RequestContext, body: Any) -> Any:
-    return await answer_each_resource(ctx, body, _alter)
+    return await answer_each_resource(
+        ctx, body, _alter, mirror_since=INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION
+    )
 
 
 async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from mirrorsim.broker.metrics.rate import RateMeter
@@ -55,6 +55,34 @@ class PartitionLag:
 
 
 @dataclass(frozen=True, slots=True)
+class FetcherNetwork:
+    """One live fetcher's client network totals (the spec's
+    ``mirror-broker-{id}-fetcher-{n}-mirror-{name}-metrics``)."""
+
+    client_id: str
+    source_broker: int
+    fetcher_id: int
+    connection_count: int
+    connections_created: int
+    connections_closed: int
+    requests: int
+    responses: int
+    bytes_sent: int
+    bytes_received: int
+
+
+FETCHER_NETWORK_COUNTERS = (
+    ("connection_creations", "connections_created", "Connections opened (connection-creation)."),
+    ("connection_closes", "connections_closed", "Connections closed (connection-close)."),
+    ("requests", "requests", "Requests sent (request)."),
+    ("responses", "responses", "Responses received (response)."),
+    ("outgoing_bytes", "bytes_sent", "Bytes sent (outgoing-byte)."),
+    ("incoming_bytes", "bytes_received", "Bytes received (incoming-byte)."),
+)
+"""(metric suffix, ``FetcherNetwork`` field, help) of each fetcher network counter."""
+
+
+@dataclass(frozen=True, slots=True)
 class MirrorFetcherView:
     """What the mirror fetcher manager reports at scrape time."""
 
@@ -64,6 +92,7 @@ class MirrorFetcherView:
     min_fetch_rate: float = 0.0
     throttled_byte_rate: float = 0.0
     """Bytes/s fetched for throttled mirror partitions (the quota's own measure)."""
+    networks: Sequence[FetcherNetwork] = ()
 
 
 class MirrorMetrics:
@@ -189,7 +218,7 @@ class _LiveStateCollector(Collector):
     def __init__(self, metrics: MirrorMetrics) -> None:
         self._metrics = metrics
 
-    def collect(self) -> Iterator[GaugeMetricFamily]:
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
         view = self._metrics.fetcher_view()
         manager = ["client_id"]
         client = [MIRROR_REPLICA_CLIENT_ID]
@@ -220,6 +249,7 @@ class _LiveStateCollector(Collector):
         for p in view.partition_lags:
             lag.add_metric([p.client_id, p.topic, str(p.partition)], p.lag)
         yield lag
+        yield from _fetcher_network(view.networks)
         counts = self._metrics.partition_state_counts()
         for state, name in PARTITION_STATE_GAUGES.items():
             yield GaugeMetricFamily(
@@ -227,3 +257,23 @@ class _LiveStateCollector(Collector):
                 f"Partitions in {state} state.",
                 value=counts.get(state, 0),
             )
+
+
+def _fetcher_network(
+    networks: Sequence[FetcherNetwork],
+) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    labels = ["client_id", "broker_id", "fetcher_id"]
+    prefix = "kafka_server_mirror_fetcher_network"
+    count = GaugeMetricFamily(
+        f"{prefix}_connections", "Connections open now (connection-count).", labels=labels
+    )
+    for n in networks:
+        count.add_metric([n.client_id, str(n.source_broker), str(n.fetcher_id)], n.connection_count)
+    yield count
+    for suffix, field_name, help_text in FETCHER_NETWORK_COUNTERS:
+        family = CounterMetricFamily(f"{prefix}_{suffix}", help_text, labels=labels)
+        for n in networks:
+            family.add_metric(
+                [n.client_id, str(n.source_broker), str(n.fetcher_id)], getattr(n, field_name)
+            )
+        yield family

@@ -13,6 +13,7 @@ from collections import Counter
 from typing import Any
 
 from mirrorsim.broker.metrics.mirror import (
+    FetcherNetwork,
     MirrorFetcherView,
     MirrorMetrics,
     PartitionLag,
@@ -37,6 +38,7 @@ def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
     coordinator = broker.mirrors
     fetching: dict[tuple[str, int], str] = {}
     live: list[str] = []
+    networks: list[FetcherNetwork] = []
     dead = 0
     for key, task in coordinator.fetchers.fetchers.items():
         client_id = fetcher_client_id(key.source_broker, key.fetcher_id, key.mirror)
@@ -44,6 +46,7 @@ def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
             dead += 1
             continue
         live.append(client_id)
+        networks.append(_network(task.client, key))
         fetching.update(dict.fromkeys(task.partitions, client_id))
     statuses = coordinator.partitions
     metrics.forget_partitions_except(statuses)
@@ -61,6 +64,23 @@ def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
         ),
         min_fetch_rate=min((metrics.fetch_rate(c) for c in live), default=0.0),
         throttled_byte_rate=coordinator.fetchers.quota.byte_rate(),
+        networks=networks,
+    )
+
+
+def _network(client: Any, key: Any) -> FetcherNetwork:
+    stats = client.network
+    return FetcherNetwork(
+        client_id=client.client_id,
+        source_broker=key.source_broker,
+        fetcher_id=key.fetcher_id,
+        connection_count=stats.connection_count,
+        connections_created=stats.connections_created,
+        connections_closed=stats.connections_closed,
+        requests=stats.requests,
+        responses=stats.responses,
+        bytes_sent=stats.bytes_sent,
+        bytes_received=stats.bytes_received,
     )
 
 

@@ -1,7 +1,12 @@
 """Kafka's ``kafka.network:type=RequestMetrics`` per API, the mirror RPCs included.
 
 Kafka's meters (RequestsPerSec, ErrorsPerSec) become counters (Prometheus derives rates
-with ``rate()``); TotalTimeMs becomes a latency histogram in seconds. The ``request`` label
+with ``rate()``); its request timers become latency histograms in seconds, split as Kafka
+splits them (``RequestTimes``): RequestQueueTime (read, waiting for the connection's one
+request at a time), LocalTime (handling), RemoteTime (parked in purgatory: acks=all,
+Fetch long polls), ResponseQueueTime (encoding, handing to the socket), ResponseSendTime
+(on the socket), TotalTime (read to sent) and ThrottleTime (the throttle the response
+announces). The ``request`` label
 is Kafka's API name (``Produce``, ``Fetch``, ``CreateMirror``...). As in Kafka, every
 error code a response carries is counted, NONE included, so error ratios need no other
 series.
@@ -108,6 +113,31 @@ def _may_hold_errors(hint: Any, seen: frozenset[type]) -> bool:
     return False
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class RequestTimes:
+    """One request's time, in seconds, by where it was spent."""
+
+    request_queue: float
+    local: float
+    remote: float
+    response_queue: float
+    response_send: float
+    throttle: float
+    total: float
+
+
+TIMERS = (
+    ("request_queue", "RequestQueueTimeMs", "Time waiting to be handled after being read."),
+    ("local", "LocalTimeMs", "Time being handled, parked time excluded."),
+    ("remote", "RemoteTimeMs", "Time parked in purgatory (acks=all, long polls)."),
+    ("response_queue", "ResponseQueueTimeMs", "Time from response ready to being sent."),
+    ("response_send", "ResponseSendTimeMs", "Time sending the response."),
+    ("throttle", "ThrottleTimeMs", "Throttle time the response announces."),
+    ("total", "TotalTimeMs", "Time from request read to response sent."),
+)
+"""(``RequestTimes`` field, Kafka's name, help) of each request timer."""
+
+
 class RequestMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
@@ -122,13 +152,16 @@ class RequestMetrics:
             ["request", "error"],
             registry=registry,
         )
-        self.total_time = Histogram(
-            f"{PREFIX}_total_time_seconds",
-            "Time from request read to response ready (TotalTimeMs).",
-            ["request"],
-            buckets=LATENCY_BUCKETS_S,
-            registry=registry,
-        )
+        self.timers = {
+            field: Histogram(
+                f"{PREFIX}_{field}_time_seconds",
+                f"{help_text} ({kafka_name})",
+                ["request"],
+                buckets=LATENCY_BUCKETS_S,
+                registry=registry,
+            )
+            for field, kafka_name, help_text in TIMERS
+        }
         self.request_bytes = Counter(
             f"{PREFIX}_request_bytes",
             "Request sizes (RequestBytes).",
@@ -149,15 +182,19 @@ class RequestMetrics:
         *,
         request_size: int,
         response_size: int,
-        seconds: float,
         response: Any,
     ) -> None:
         """Account one handled request; ``response`` is the body (None when none is sent)."""
         name = api_name(api_key, version)
         self.requests.labels(name, str(version)).inc()
-        self.total_time.labels(name).observe(seconds)
         self.request_bytes.labels(name).inc(request_size)
         self.response_bytes.labels(name).inc(response_size)
         if response is not None:
             for error, count in error_counts(response).items():
                 self.errors.labels(name, error).inc(count)
+
+    def observe_times(self, api_key: int, version: int, times: RequestTimes) -> None:
+        """Account where one request's time went, once its response is sent."""
+        name = api_name(api_key, version)
+        for field, histogram in self.timers.items():
+            histogram.labels(name).observe(max(0.0, getattr(times, field)))

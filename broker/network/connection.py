@@ -25,7 +25,29 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 64 * 1024
 MAX_QUEUED_REQUESTS = 64
 
-Dispatch = Callable[["Connection", bytes | memoryview], Awaitable[FrameBuffers | None]]
+
+@dataclass(slots=True)
+class RequestTiming:
+    """When one request passed each point of the connection (``time.perf_counter``), for
+    Kafka's RequestMetrics: queue time is ``dequeued - received``, send time ``sent -
+    send_started``, total time ``sent - received``. The dispatcher sets ``on_sent``, which
+    runs once the response is on the socket (or at once when none is sent)."""
+
+    received: float
+    dequeued: float = 0.0
+    response_ready: float = 0.0
+    send_started: float = 0.0
+    sent: float = 0.0
+    on_sent: Callable[[RequestTiming], None] | None = None
+
+    def finish(self) -> None:
+        if self.on_sent is not None:
+            self.on_sent(self)
+
+
+Dispatch = Callable[
+    ["Connection", bytes | memoryview, RequestTiming], Awaitable[FrameBuffers | None]
+]
 
 
 class CloseConnection(Exception):
@@ -54,7 +76,9 @@ class Connection:
         self._dispatch = dispatch
         self._limits = limits
         self._frames = FrameAssembler(limits.max_request_bytes)
-        self._queue: asyncio.Queue[bytes | memoryview | None] = asyncio.Queue(MAX_QUEUED_REQUESTS)
+        self._queue: asyncio.Queue[tuple[bytes | memoryview, float] | None] = asyncio.Queue(
+            MAX_QUEUED_REQUESTS
+        )
         self._busy = False
         self._last_activity = time.monotonic()
         peer = writer.get_extra_info("peername") or ("?", 0)
@@ -111,7 +135,7 @@ class Connection:
                     break
                 self._last_activity = time.monotonic()
                 for frame in self._frames.feed(data):
-                    await self._queue.put(frame)
+                    await self._queue.put((frame, time.perf_counter()))
         except FrameError as exc:
             log.warning("connection %s closed: malformed frame: %s", self.peer, exc)
         except _Idle:
@@ -135,23 +159,29 @@ class Connection:
 
     async def _process_loop(self) -> None:
         while True:
-            frame = await self._queue.get()
-            if frame is None:
+            queued = await self._queue.get()
+            if queued is None:
                 return
+            frame, received = queued
+            timing = RequestTiming(received, dequeued=time.perf_counter())
             self._busy = True
             try:
-                response = await self._dispatch(self, frame)
+                response = await self._dispatch(self, frame, timing)
             except CloseConnection as exc:
                 log.warning("connection %s closed: %s", self.peer, exc)
                 return
             finally:
                 self._busy = False
+            timing.send_started = timing.sent = time.perf_counter()
+            timing.response_ready = timing.response_ready or timing.send_started
             if response is not None:
                 self._write(response)
                 try:
                     await self._writer.drain()
                 except (ConnectionError, OSError):
                     return
+                timing.sent = time.perf_counter()
+            timing.finish()
             if self.session.close_reason:
                 log.info("connection %s closed: %s", self.peer, self.session.close_reason)
                 return

@@ -6,12 +6,53 @@ watchers of that key, and each woken operation re-checks its own condition. Here
 operation is one asyncio future registered under several keys: ``notify(key)`` resolves
 every future watching ``key``, and ``wait_until`` loops "check, then wait for the next
 change" until the condition holds or the deadline passes. Nothing polls and nothing sleeps.
+
+The time a request spends parked here is Kafka's RemoteTimeMs: whoever handles a request
+opens a ``ParkedTime`` with ``parked_time_of_this_request()``, and every ``wait_until`` of
+that request (its own task and the tasks it gathers) adds to it, overlapping waits counted
+once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import time
 from collections.abc import Callable, Hashable, Iterable
+
+
+class ParkedTime:
+    """Wall time during which at least one wait of one request was parked."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self._parked = 0
+        self._since = 0.0
+
+    def park(self) -> None:
+        if self._parked == 0:
+            self._since = time.perf_counter()
+        self._parked += 1
+
+    def unpark(self) -> None:
+        self._parked -= 1
+        if self._parked == 0:
+            self.seconds += time.perf_counter() - self._since
+
+
+_current: contextvars.ContextVar[ParkedTime | None] = contextvars.ContextVar(
+    "parked_time", default=None
+)
+
+
+def parked_time_of_this_request() -> tuple[ParkedTime, contextvars.Token[ParkedTime | None]]:
+    """A fresh ``ParkedTime`` for the request this task is handling; reset the token after."""
+    parked = ParkedTime()
+    return parked, _current.set(parked)
+
+
+def end_parked_time(token: contextvars.Token[ParkedTime | None]) -> None:
+    _current.reset(token)
 
 
 class Purgatory:
@@ -57,7 +98,20 @@ class Purgatory:
         timeout: float,
     ) -> bool:
         """Whether ``condition`` became true before ``timeout`` seconds passed."""
-        keys = list(keys)
+        if condition():
+            return True
+        parked = _current.get()
+        if parked is not None:
+            parked.park()
+        try:
+            return await self._wait_until(list(keys), condition, timeout)
+        finally:
+            if parked is not None:
+                parked.unpark()
+
+    async def _wait_until(
+        self, keys: list[Hashable], condition: Callable[[], bool], timeout: float
+    ) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while not condition():

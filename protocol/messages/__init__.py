@@ -1,8 +1,8 @@
 """KIP-1279 messages in kio's dataclass style, registered with the registry on import.
 
 Importing this package makes ``registry.request_class``/``response_class`` serve the
-mirror RPCs (API keys 94-105, version 0), Fetch v19 and CreateTopics v8. The registry
-imports it on first lookup, so every caller sees them.
+mirror RPCs (API keys 94-105, version 0), Fetch v19, CreateTopics v8, DescribeConfigs v5 and
+IncrementalAlterConfigs v2. The registry imports it on first lookup, so every caller sees them.
 """
 
 from mirrorsim.protocol.messages import (
@@ -15,6 +15,7 @@ from mirrorsim.protocol.messages import (
     fetch_v19,
     last_mirrored_epochs,
     list_mirrors,
+    mirror_config_versions,
     pause_mirror_topics,
     read_mirror_states,
     remove_topics_from_mirror,
@@ -23,7 +24,9 @@ from mirrorsim.protocol.messages import (
 )
 from mirrorsim.protocol.messages.constants import (
     CREATE_TOPICS_MIRROR_VERSION,
+    DESCRIBE_CONFIGS_MIRROR_VERSION,
     FETCH_MIRROR_VERSION,
+    INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION,
     MirrorApiKey,
 )
 from mirrorsim.protocol.registry import register
@@ -107,6 +110,18 @@ MESSAGE_PAIRS: tuple[tuple[int, int, type, type], ...] = (
         CREATE_TOPICS_MIRROR_VERSION,
         create_topics_v8.CreateTopicsRequest,
         create_topics_v8.CreateTopicsResponse,
+    ),
+    (
+        32,
+        DESCRIBE_CONFIGS_MIRROR_VERSION,
+        mirror_config_versions.DescribeConfigsRequest,
+        mirror_config_versions.DescribeConfigsResponse,
+    ),
+    (
+        44,
+        INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION,
+        mirror_config_versions.IncrementalAlterConfigsRequest,
+        mirror_config_versions.IncrementalAlterConfigsResponse,
     ),
 )
 """(api key, version, request class, response class) for every message this package adds."""

@@ -26,7 +26,7 @@ RESOURCE_TYPE_CLUSTER_MIRROR = 8
 """ACL ``ResourceType`` for per-mirror authorization."""
 
 COORDINATOR_TYPE_MIRROR = 3
-"""FindCoordinator ``KeyType`` that locates a mirror partition's coordinator."""
+"""FindCoordinator ``KeyType`` that locates a mirror's coordinator (key: the mirror name)."""
 
 CONFIG_RESOURCE_TYPE_MIRROR = 64
 """DescribeConfigs/IncrementalAlterConfigs ``ResourceType`` of a mirror's configuration."""
@@ -36,3 +36,9 @@ FETCH_MIRROR_VERSION = 19
 
 CREATE_TOPICS_MIRROR_VERSION = 8
 """First CreateTopics version carrying ``MirrorInfo``."""
+
+DESCRIBE_CONFIGS_MIRROR_VERSION = 5
+"""First DescribeConfigs version that may name a MIRROR resource (the spec's version bump)."""
+
+INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION = 2
+"""First IncrementalAlterConfigs version that may name a MIRROR resource."""

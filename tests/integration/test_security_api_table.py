@@ -272,6 +272,15 @@ TABLE = [
         lambda s: [(ResourceType.TRANSACTIONAL_ID, f"txn-{s}", AclOperation.DESCRIBE)],
     ),
     Row(
+        "FindCoordinator (mirror)",
+        10,
+        4,
+        lambda s: {"key_type": 3, "coordinator_keys": [f"mirror-{s}"]},
+        lambda r: int(r.coordinators[0].error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.CLUSTER_ACTION),
+    ),
+    Row(
         "OffsetFetch",
         9,
         7,
