@@ -6,14 +6,22 @@ import asyncio
 import time
 from typing import Any
 
+import pytest
 from aiokafka import AIOKafkaProducer
 from click.testing import CliRunner, Result
 from test_metrics_endpoint import scrape
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, mirrored_up_to
+from test_mirror_helpers import (
+    MIRROR,
+    MIRROR_CONFIGS,
+    broker_of,
+    mirror_state,
+    mirrored_up_to,
+)
 
 from mirrorsim.cli.main import cli
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.fetcher.manager import fetcher_client_id
 
 RATE = 400_000
 VALUE = b"v" * 2000
@@ -152,3 +160,56 @@ async def test_a_cluster_default_rate_applies_and_a_bad_replica_list_is_refused(
     assert bad.exit_code == 1
     assert "[partitionId]:[brokerId]" in bad.output
     assert len(bad.output.strip().splitlines()) == 1
+
+
+SOURCE_RATE = 100_000
+QUOTA_WINDOWS = 2
+
+
+@pytest.mark.slow
+async def test_the_spec_source_side_quota_holds_the_mirror_fetcher_until_removed(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """The spec's source-side example: ``consumer_byte_rate`` for the client id of the
+    destination's mirror fetcher, set on the *source* with kafka-configs. The source
+    answers the fetcher's Fetch requests with a throttle time and mutes it, so the mirror
+    copies at about the quota (after Kafka's burst of one set of sample windows) until
+    the quota is deleted."""
+    quota_configs = {
+        **MIRROR_CONFIGS,
+        "quota.window.num": QUOTA_WINDOWS,
+        "quota.window.size.seconds": 1,
+    }
+    source = await start_cluster("primary", configs=quota_configs)
+    destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    fetcher = fetcher_client_id(broker_of(destination).broker_id, 0, MIRROR)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic("my-topic", 1, 1)])).all()
+    client_quota = [
+        "configs",
+        "--bootstrap-server",
+        source.bootstrap,
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        fetcher,
+        "--alter",
+    ]
+    limited = await invoke(*client_quota, "--add-config", f"consumer_byte_rate={SOURCE_RATE}")
+    assert (limited.exit_code, limited.output) == (
+        0,
+        f"Completed updating config for client {fetcher}.\n",
+    )
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        (await admin.add_topics_to_mirror(MIRROR, ["my-topic"])).all()
+    await wait_for(lambda: mirror_state(destination, "my-topic", 0) == "MIRRORING", timeout=20)
+
+    throttled, throttled_tail = await time_to_mirror(source, destination, wait_for)
+    burst = SOURCE_RATE * QUOTA_WINDOWS
+    assert throttled >= (RECORDS * len(VALUE) - burst) / SOURCE_RATE * 0.8
+
+    released = await invoke(*client_quota, "--delete-config", "consumer_byte_rate")
+    assert released.exit_code == 0, released.output
+    _, tail = await time_to_mirror(source, destination, wait_for)
+    assert tail < throttled_tail / 2
