@@ -10,14 +10,16 @@ violation of an invariant.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
 import tempfile
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mirrorsim.client.admin_types import AclBindingFilter, ResourceType
 from mirrorsim.drills.chaos.journal import Divergence, Violation
@@ -135,12 +137,15 @@ class Explorer:
         started = time.monotonic()
         error = None
         try:
-            for step in (*schedule.steps, Step("chaos_check", {})):
-                await run_step(ctx, step)
+            for index, step in enumerate((*schedule.steps, Step("chaos_check", {}))):
+                await _bounded(run_step(ctx, step), f"step {index} ({step.kind})")
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
         finally:
-            await self._clean(schedule)
+            try:
+                await _bounded(self._clean(schedule), "the clean-up after the schedule")
+            except StepHung as exc:
+                error = f"{error}\n{exc}" if error else str(exc)
         entry = ctx.chaos
         faults = sum(1 for s in schedule.steps if s.kind in FAULTS)
         return ScheduleOutcome(
@@ -188,6 +193,45 @@ class Explorer:
 
         smallest = await ddmin(rest, fails, budget)
         return Finding(outcome, original.with_steps((setup, *smallest)), runs)
+
+
+class StepHung(Exception):
+    """A step (or the clean-up) outlived ``STEP_TIMEOUT_S``: every wait inside one is
+    bounded, so this is a wait that is not, reported with where it was parked."""
+
+
+STEP_TIMEOUT_S = 180.0
+"""Far above any bounded wait of a step (a settle bound is 20 s, the check waits a few
+of them in turn): reaching it means something waits without a bound."""
+
+
+async def _bounded(work: Coroutine[Any, Any, Any], what: str) -> None:
+    """Await ``work`` for at most ``STEP_TIMEOUT_S``; past it, cancel it and raise
+    ``StepHung`` naming the await chain it was parked in."""
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=STEP_TIMEOUT_S)
+    if done:
+        task.result()
+        return
+    parked = " <- ".join(reversed(_await_chain(task)))
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    raise StepHung(f"{what} did not finish within {STEP_TIMEOUT_S:g}s; parked in {parked}")
+
+
+def _await_chain(task: asyncio.Future[Any]) -> list[str]:
+    """The coroutines ``task`` is suspended in, outermost first, as ``function:line``."""
+    chain = []
+    awaited: Any = task.get_coro() if isinstance(task, asyncio.Task) else None
+    while awaited is not None:
+        frame = getattr(awaited, "cr_frame", None) or getattr(awaited, "gi_frame", None)
+        if frame is None:
+            chain.append(type(awaited).__name__)
+            break
+        chain.append(f"{frame.f_code.co_qualname}:{frame.f_lineno}")
+        awaited = getattr(awaited, "cr_await", None) or getattr(awaited, "gi_yieldfrom", None)
+    return chain
 
 
 async def explore(
