@@ -176,10 +176,14 @@ class Explorer:
                     with contextlib.suppress(*REFUSALS):
                         await admin.delete_topics([schedule.topic])
 
-    async def shrink(self, outcome: ScheduleOutcome, budget: int = 40) -> Finding:
-        """The shortest schedule ddmin finds that still violates the first invariant
-        ``outcome`` violated; every candidate runs on fresh names."""
-        target = outcome.invariants[0]
+    async def shrink(
+        self, outcome: ScheduleOutcome, budget: int = 40, invariant: str | None = None
+    ) -> Finding:
+        """The shortest schedule ddmin finds that still violates ``invariant`` (by default
+        the first, by name, that ``outcome`` violated); every candidate runs on fresh
+        names. A schedule often breaks several invariants at once, and the one a caller
+        is after need not be first by name."""
+        target = invariant if invariant is not None else outcome.invariants[0]
         original = outcome.schedule
         setup, rest = original.steps[0], list(original.steps[1:])
         runs = 0

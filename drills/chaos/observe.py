@@ -1,6 +1,6 @@
-"""Reading a cluster as the chaos invariants need it: a topic's mirror state, its log end,
-and its log decoded into (offset, value, leader epoch) with the MIRROR_PID_RESET batches
-marked."""
+"""Reading a cluster as the chaos invariants and faults need it: a topic's mirror state, its
+log end, its log decoded into (offset, value, leader epoch) with the MIRROR_PID_RESET
+batches marked, and which broker coordinates a partition's mirror state."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import OffsetSpec, TopicPartition
+from mirrorsim.coordinator.mirror_state_store import mirror_state_partition
 from mirrorsim.drills.clusters import DrillCluster
+from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
 from mirrorsim.protocol.records import (
     MirrorPidReset,
     RawBatch,
@@ -62,6 +64,22 @@ async def mirror_state(cluster: DrillCluster, topic: str) -> str | None:
     if partition is not None and partition.leader_id < 0:
         return OFFLINE
     return None
+
+
+async def state_coordinator(cluster: DrillCluster, mirror: str, topic: str) -> int | None:
+    """The broker leading the ``__mirror_state`` partition that holds partition 0 of
+    ``topic`` in ``mirror`` on ``cluster``: the one that answers LastMirroredEpochs for it
+    when another cluster mirrors from this one. None when the cluster has no such
+    partition (it never was a mirror's destination), no copy of ``topic``, or no leader
+    for it."""
+    async with Admin(bootstrap=cluster.bootstrap, config=OBSERVER_ADMIN) as admin:
+        metadata = await admin.cluster.refresh_metadata([topic, MIRROR_STATE_TOPIC])
+    data, states = metadata.topics.get(topic), metadata.topics.get(MIRROR_STATE_TOPIC)
+    if data is None or data.topic_id is None or states is None or not states.partitions:
+        return None
+    index = mirror_state_partition(mirror, data.topic_id, PARTITION, len(states.partitions))
+    coordinator = states.partitions.get(index)
+    return None if coordinator is None or coordinator.leader_id < 0 else coordinator.leader_id
 
 
 async def log_end(cluster: DrillCluster, topic: str) -> int:

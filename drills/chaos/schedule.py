@@ -38,9 +38,18 @@ WEIGHTS: dict[str, int] = {
     "chaos_restore": 3,
     "chaos_restart": 1,
     "chaos_broker_down": 3,
+    "chaos_state_leader_down": 3,
     "chaos_freeze": 1,
 }
-FAULTS = frozenset({"chaos_outage", "chaos_restart", "chaos_freeze", "chaos_add_as_source_fails"})
+FAULTS = frozenset(
+    {
+        "chaos_outage",
+        "chaos_restart",
+        "chaos_freeze",
+        "chaos_broker_down",
+        "chaos_state_leader_down",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +209,12 @@ def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iter
                     {"cluster": cluster, "broker": broker},
                     _set(model.partial, cluster, True),
                 )
+                if model.writable(other):
+                    yield make(
+                        "chaos_state_leader_down",
+                        {"cluster": cluster, "mirror": mirror, "topic": topic},
+                        _set(model.partial, cluster, True),
+                    )
 
 
 def _both(first: Callable[[], None], second: Callable[[], None]) -> Callable[[], None]:

@@ -42,6 +42,7 @@ from mirrorsim.drills.chaos.observe import (
     log_end,
     mirror_state,
     read_log,
+    state_coordinator,
 )
 from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
@@ -435,20 +436,50 @@ async def chaos_broker_down(
 ) -> None:
     """``broker`` stops without a controlled shutdown and stays down until a restore:
     a partial outage, in which the cluster answers Metadata but whatever that broker
-    led (a ``__mirror_state`` partition, say) cannot answer."""
-    await ctx.cluster(cluster).kill_broker(broker)
+    led (a ``__mirror_state`` partition, say) cannot answer. Skipped when the broker is
+    already down."""
+    target = ctx.cluster(cluster)
+    if not target.is_running(broker):
+        entry.skipped += 1
+        return
+    await target.kill_broker(broker)
     entry.faults += 1
     ctx.mark("chaos broker down", f"{cluster} broker {broker}")
 
 
 @_counted
-async def chaos_restart(ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int) -> None:
-    """``broker`` stops without a controlled shutdown and starts again on its data; a
-    broker a partial outage took down just starts (the model does not track which of
-    the cluster's brokers is the one down)."""
+async def chaos_state_leader_down(
+    ctx: DrillContext, entry: ChaosJournal, cluster: str, mirror: str, topic: str
+) -> None:
+    """The broker of ``cluster`` that coordinates ``topic``'s ``__mirror_state`` partition
+    for ``mirror`` stops without a controlled shutdown and stays down until a restore.
+    The cluster keeps answering Metadata, and a mirror reading from it still finds the
+    topic, but it cannot answer LastMirroredEpochs for the partition: a failback or a
+    re-add reading from it waits in PREPARING. Skipped when the cluster has no such
+    coordinator (it never was a mirror's destination, so it knows no LME and answers)."""
     target = ctx.cluster(cluster)
-    if target.is_running(broker):
-        await target.kill_broker(broker)
+    try:
+        broker = await state_coordinator(target, mirror, topic)
+    except REFUSALS:
+        broker = None
+    if broker is None or not target.is_running(broker):
+        entry.skipped += 1
+        return
+    await target.kill_broker(broker)
+    entry.faults += 1
+    ctx.mark("chaos state leader down", f"{cluster} broker {broker} ({mirror}, {topic})")
+
+
+@_counted
+async def chaos_restart(ctx: DrillContext, entry: ChaosJournal, cluster: str, broker: int) -> None:
+    """``broker`` stops without a controlled shutdown and starts again on its data.
+    Skipped when the broker is down already (a broker down or a state leader down took
+    it, and only a restore brings it back)."""
+    target = ctx.cluster(cluster)
+    if not target.is_running(broker):
+        entry.skipped += 1
+        return
+    await target.kill_broker(broker)
     await target.start_broker(broker)
     entry.faults += 1
     ctx.mark("chaos restart", f"{cluster} broker {broker}")
@@ -485,5 +516,6 @@ STEPS = {
     "chaos_restore": chaos_restore,
     "chaos_restart": chaos_restart,
     "chaos_broker_down": chaos_broker_down,
+    "chaos_state_leader_down": chaos_state_leader_down,
     "chaos_freeze": chaos_freeze,
 }

@@ -15,6 +15,7 @@ from mirrorsim.client.admin_types import AclBindingFilter, ResourceType, TopicPa
 from mirrorsim.drills import load_scenario, run_drill
 from mirrorsim.drills.chaos.explorer import CLUSTER_CONFIGS, Explorer, explore
 from mirrorsim.drills.chaos.journal import ACLS, INVARIANTS, LOST
+from mirrorsim.drills.chaos.observe import mirror_state
 from mirrorsim.drills.chaos.report import write_report
 from mirrorsim.drills.chaos.schedule import Schedule, generate, scenario_document
 from mirrorsim.drills.chaos.steps import _admin
@@ -81,6 +82,33 @@ async def test_the_check_catches_a_lost_record_and_a_deleted_acl() -> None:
         details = "\n".join(ctx.results["chaos_details"])
         assert f"a/{topic}: 3 record(s) acknowledged at 5" in details
         assert f"b: ACL User:moved on {topic} deleted" in details
+
+
+async def test_a_failback_without_the_sources_state_coordinator_still_stops_on_remove() -> None:
+    """``chaos_state_leader_down`` stops the broker of ``b`` that coordinates the topic's
+    mirror state while ``b`` keeps answering: ``a``'s failback from ``b`` then waits in
+    PREPARING for the LME, and a remove there still reaches STOPPED with every invariant
+    holding."""
+    async with Explorer() as explorer:
+        ctx = DrillContext(work_dir=explorer.root, clusters=explorer.clusters)
+        topic, mirror = "no-state-leader", "no-state-leader-mirror"
+        on_a = {"cluster": "a", "mirror": mirror, "topic": topic}
+        on_b = {"cluster": "b", "mirror": mirror, "topic": topic}
+        for kind, params in [
+            ("chaos_setup", {"source": "a", "destination": "b", "topic": topic, "mirror": mirror}),
+            ("chaos_remove", on_b),
+            ("chaos_state_leader_down", on_b),
+            ("chaos_failback", {**on_a, "source": "b"}),
+        ]:
+            await run_step(ctx, Step(kind, params))
+        b = explorer.clusters["b"]
+        assert b.running and len(b.in_process_brokers) == 1
+        assert await mirror_state(explorer.clusters["a"], topic) == "PREPARING"
+        for kind, params in [("chaos_remove", on_a), ("chaos_check", {})]:
+            await run_step(ctx, Step(kind, params))
+        assert ctx.results["chaos_violations"] == [], ctx.results["chaos_details"]
+        assert ctx.chaos is not None and ctx.chaos.faults == 1
+        assert await mirror_state(explorer.clusters["a"], topic) == "STOPPED"
 
 
 async def test_a_schedule_replays_as_a_drill_with_its_invariants(tmp_path: Path) -> None:
