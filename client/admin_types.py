@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from mirrorsim.client.cluster import BrokerInfo, PartitionInfo
+from mirrorsim.protocol.acl import AclFilter as _AclFilter
 from mirrorsim.protocol.acl import (
-    AclFilter,
     AclOperation,
     AclPermissionType,
     AlterConfigOpType,
@@ -193,7 +193,7 @@ class AclBinding:
     pattern_type: PatternType = PatternType.LITERAL
 
 
-AclBindingFilter = AclFilter
+AclBindingFilter = _AclFilter
 """Kafka's client-side name for the filter the broker matches ACL bindings with: None and
 ANY match everything."""
 

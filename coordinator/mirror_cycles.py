@@ -6,8 +6,11 @@ the other's epochs, and no record can be trusted to survive ("Unlike MirrorMaker
 Cluster Mirroring does not need special cycle detection or prevention logic because the
 read-only enforcement inherently blocks the conditions that would create infinite
 replication loops"). Chains (A to B to C) are supported, so being a mirror topic on the
-source is not enough to refuse: the add is refused when the source holds the topic in a
-mirror whose source cluster is this one and has not STOPPED it (a failback in progress).
+source is not enough to refuse: the add is refused when the source reports the topic in
+one of its mirrors whose source cluster is this one, in a state that still copies from
+here or will (a failback in progress). A source that cannot say (UNKNOWN: its
+``__mirror_state`` coordinator is down, as in a disaster) or is letting the topic go
+(STOPPING, STOPPED) does not refuse the add.
 
 The source is asked with its own ListMirrors and DescribeMirrors. A source that does not
 serve them, or does not let the mirror's principal describe its mirrors, has none this
@@ -22,14 +25,15 @@ from collections.abc import Iterable, Mapping
 from mirrorsim.client.admin import Admin
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
-STOPPED = "STOPPED"
+COPYING_STATES = frozenset({"PREPARING", "MIRRORING", "PAUSING", "PAUSED", "FAILED"})
+"""Source-side partition states that make the add a cycle."""
 
 
 async def mirrored_from_here(
     source: Admin, cluster_id: str, topics: Iterable[str]
 ) -> Mapping[str, str]:
-    """Of ``topics``, those the source holds, not STOPPED, in a mirror whose source cluster
-    is ``cluster_id``; each with that mirror's name."""
+    """Of ``topics``, those the source holds in ``COPYING_STATES`` in a mirror whose source
+    cluster is ``cluster_id``; each with that mirror's name."""
     wanted = set(topics)
     if not wanted or not cluster_id:
         return {}
@@ -43,7 +47,7 @@ async def mirrored_from_here(
             p.topic: name
             for name, mirror in described.items()
             for p in mirror.partitions
-            if p.topic in wanted and p.state != STOPPED
+            if p.topic in wanted and p.state in COPYING_STATES
         }
     return {}
 

@@ -12,7 +12,9 @@ def test_every_public_admin_type_is_exported() -> None:
     public = {
         name
         for name, value in vars(admin_types).items()
-        if inspect.isclass(value) and value.__module__.startswith("mirrorsim.")
+        if inspect.isclass(value)
+        and value.__module__.startswith("mirrorsim.")
+        and not name.startswith("_")
     }
     assert public - set(mirrorsim.client.__all__) == set()
     assert all(getattr(mirrorsim.client, name) is getattr(admin_types, name) for name in public)
