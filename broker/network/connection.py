@@ -24,6 +24,9 @@ log = logging.getLogger(__name__)
 
 READ_CHUNK = 64 * 1024
 MAX_QUEUED_REQUESTS = 64
+CLOSE_TIMEOUT_S = 5.0
+"""How long a closing connection waits for its unsent bytes to reach a peer that may
+have stopped reading; then the transport is aborted."""
 
 
 @dataclass(slots=True)
@@ -90,7 +93,12 @@ class Connection:
         )
         self._reader_task: asyncio.Task[None] | None = None
         self._processor_task: asyncio.Task[None] | None = None
+        self._reader_finished = False
         self._mute_s = 0.0
+
+    @property
+    def unsent_bytes(self) -> int:
+        return int(self._writer.transport.get_write_buffer_size())
 
     def mute_after_response(self, seconds: float) -> None:
         """Once the current response is written, read and serve nothing for ``seconds``.
@@ -114,8 +122,12 @@ class Connection:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
             self._writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await self._writer.wait_closed()
+            try:
+                await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT_S)
+            except (ConnectionError, OSError):
+                pass
+            except TimeoutError:
+                self._writer.transport.abort()
 
     async def drain_and_close(self, timeout_s: float) -> None:
         """Stop reading, finish the requests already received (up to ``timeout_s``), close."""
@@ -143,7 +155,9 @@ class Connection:
         except (ConnectionError, OSError) as exc:
             log.debug("connection %s read failed: %s", self.peer, exc)
         finally:
-            await self._queue.put(None)
+            self._reader_finished = True
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(None)
 
     async def _read_with_idle_timeout(self) -> bytes:
         while True:
@@ -158,7 +172,13 @@ class Connection:
                 self._last_activity = time.monotonic()
 
     async def _process_loop(self) -> None:
+        """Serve queued requests in order until the reader is done and nothing is left.
+        The reader's end-of-stream marker needs a free queue slot; without one (the
+        reader ended on a full queue) the finished flag ends the loop once it is drained,
+        so neither side ever waits on the other."""
         while True:
+            if self._reader_finished and self._queue.empty():
+                return
             queued = await self._queue.get()
             if queued is None:
                 return

@@ -117,6 +117,10 @@ class Listeners:
     def connection_count(self) -> int:
         return sum(s.connection_count for s in self._servers)
 
+    @property
+    def unsent_bytes(self) -> int:
+        return sum(s.unsent_bytes for s in self._servers)
+
     def endpoints(self) -> dict[str, tuple[str, int]]:
         """Listener name -> the (host, port) clients are told: ``advertised.listeners``
         where it names the listener (port 0 there: the bound port), else the bound one."""

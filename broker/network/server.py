@@ -10,7 +10,12 @@ import asyncio
 import logging
 import ssl
 
-from mirrorsim.broker.network.connection import Connection, ConnectionLimits, Dispatch
+from mirrorsim.broker.network.connection import (
+    CLOSE_TIMEOUT_S,
+    Connection,
+    ConnectionLimits,
+    Dispatch,
+)
 from mirrorsim.broker.network.listener_spec import ListenerSpec, SecurityProtocol
 
 log = logging.getLogger(__name__)
@@ -49,6 +54,11 @@ class KafkaServer:
     def connection_count(self) -> int:
         return len(self._connections)
 
+    @property
+    def unsent_bytes(self) -> int:
+        """Response bytes written but not yet taken by the peers' sockets."""
+        return sum(conn.unsent_bytes for conn in self._connections)
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         conn = Connection(reader, writer, self._dispatch, self._limits, self.listener)
         task = asyncio.current_task()
@@ -68,6 +78,10 @@ class KafkaServer:
             await asyncio.gather(
                 *(conn.drain_and_close(drain_timeout_s) for conn, _ in connections)
             )
-            await asyncio.gather(*(task for _, task in connections), return_exceptions=True)
+            tasks = [task for _, task in connections]
+            _, stuck = await asyncio.wait(tasks, timeout=drain_timeout_s + CLOSE_TIMEOUT_S)
+            for task in stuck:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
         await self._server.wait_closed()
         self._server = None

@@ -11,6 +11,7 @@ from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersions
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsV3
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 
+from mirrorsim.broker.network.connection import CLOSE_TIMEOUT_S
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import FrameAssembler, decode_response, encode_request
 
@@ -176,3 +177,31 @@ async def test_stop_answers_requests_already_received(start_cluster: Any) -> Non
         assert answered[-1] == 5
     finally:
         await raw.close()
+
+
+async def test_stop_ends_a_connection_whose_peer_stopped_reading(start_cluster: Any) -> None:
+    """A client that pipelines requests and never reads fills the socket buffers, so the
+    broker's unsent responses cannot drain; closing such a connection used to wait for
+    them forever and the broker never stopped. It is aborted after a bounded wait."""
+    cluster = await start_cluster(configs={"shutdown.drain.timeout.ms": 200})
+    raw = await RawClient.connect(cluster.bootstrap)
+    try:
+        for correlation_id in range(20_000):
+            raw.send(ApiVersionsV0(), 0, correlation_id)
+        await raw.writer.drain()
+        transport = raw.writer.transport
+        transport.pause_reading()
+        broker = cluster.brokers[0]
+        await wait_until_blocked(broker)
+        await asyncio.wait_for(cluster.stop(), CLOSE_TIMEOUT_S + 20)
+    finally:
+        raw.writer.transport.abort()
+
+
+async def wait_until_blocked(broker: Any) -> None:
+    """Until the broker holds responses its peer's full socket will not take: more than
+    the transport's high-water mark unsent."""
+    deadline = asyncio.get_running_loop().time() + 20
+    while broker.server.unsent_bytes <= 64 * 1024:
+        assert asyncio.get_running_loop().time() < deadline, "the write buffer never filled"
+        await asyncio.sleep(0.05)

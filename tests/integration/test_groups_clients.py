@@ -124,6 +124,7 @@ class KafkaPythonMember:
         self.seen: set[int] = set()
         self.partitions: set[int] = set()
         self.stopping = threading.Event()
+        self.abandon = threading.Event()
 
     def run(self) -> None:
         """Runs in a worker thread: kafka-python blocks, even while bootstrapping.
@@ -146,7 +147,7 @@ class KafkaPythonMember:
         consumer.subscribe([TOPIC])
         uncommitted = False
         try:
-            while not self.stopping.is_set() or uncommitted:
+            while not self.stopping.is_set() or (uncommitted and not self.abandon.is_set()):
                 batches = consumer.poll(timeout_ms=50)
                 for messages in batches.values():
                     self.seen.update(int(m.value) for m in messages)
@@ -168,6 +169,11 @@ class KafkaPythonMember:
         return True
 
 
+COMMIT_ON_STOP_S = 20.0
+"""How long a stopping member may keep retrying its last commit (a rebalance refuses it
+until the group settles); past it the member gives up, so a failed test ends."""
+
+
 @contextlib.asynccontextmanager
 async def kafka_python_members(
     bootstrap: str, group: str, count: int
@@ -179,6 +185,10 @@ async def kafka_python_members(
     finally:
         for member in members:
             member.stopping.set()
+        _, stuck = await asyncio.wait(threads, timeout=COMMIT_ON_STOP_S)
+        if stuck:
+            for member in members:
+                member.abandon.set()
         await asyncio.gather(*threads)
 
 
