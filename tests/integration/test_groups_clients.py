@@ -15,6 +15,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka.errors import CommitFailedError, RebalanceInProgressError
 
+from mirrorsim.client import Admin
 from mirrorsim.protocol.errors import ErrorCode
 
 pytestmark = pytest.mark.timeout(120)
@@ -45,6 +46,17 @@ async def produce(bootstrap: str, start: int, count: int) -> None:
             await producer.send_and_wait(TOPIC, str(n).encode(), partition=n % PARTITIONS)
     finally:
         await producer.stop()
+
+
+async def committed_everywhere(bootstrap: str, group: str, offset: int) -> bool:
+    """Whether ``group`` committed ``offset`` on every partition. A member that leaves
+    while a rebalance moves a partition to the other may have committed only its own
+    share; the members keep polling (and committing) until this holds."""
+    async with Admin(bootstrap=bootstrap) as admin:
+        committed = await admin.list_consumer_group_offsets(group)
+    return {tp.partition: c.offset for tp, c in committed.items() if tp.topic == TOPIC} == (
+        dict.fromkeys(range(PARTITIONS), offset)
+    )
 
 
 @contextlib.asynccontextmanager
@@ -205,6 +217,11 @@ async def test_kafka_python_group_shares_partitions_and_resumes(
         assert first.partitions | second.partitions == set(range(PARTITIONS))
         await wait_for(
             lambda: len(first.seen | second.seen) == 40, timeout=30, message="all 40 records"
+        )
+        await wait_for(
+            lambda: committed_everywhere(cluster.bootstrap, "kp", 40 // PARTITIONS),
+            timeout=30,
+            message="every partition committed at its end",
         )
     await cluster.stop()
     await cluster.start()
