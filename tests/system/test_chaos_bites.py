@@ -170,7 +170,14 @@ async def _violates_again(explorer: Explorer, schedule: Schedule, bite: Bite) ->
     return False
 
 
-@pytest.mark.parametrize("bite", BITES, ids=[b.name for b in BITES])
+@pytest.mark.parametrize(
+    "bite",
+    [
+        pytest.param(b, marks=pytest.mark.soak) if b.name == "remove-while-preparing" else b
+        for b in BITES
+    ],
+    ids=[b.name for b in BITES],
+)
 async def test_a_put_back_defect_is_found_and_shrunk(
     bite: Bite, monkeypatch: pytest.MonkeyPatch
 ) -> None:
