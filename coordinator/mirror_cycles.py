@@ -52,10 +52,19 @@ async def mirrored_from_here(
     return {}
 
 
+CLOSES_A_CYCLE = "mirroring it back would close a cycle"
+"""The words every cycle refusal carries, so a caller can tell it from the other
+INVALID_REQUESTs of an add (a partition still STOPPING, which passes)."""
+
+
+def closes_a_cycle(error: KafkaError) -> bool:
+    return error.code == ErrorCode.INVALID_REQUEST and CLOSES_A_CYCLE in error.message
+
+
 def cycle_error(topic: str, source_mirror: str) -> KafkaError:
     return KafkaError(
         ErrorCode.INVALID_REQUEST,
         f"Topic {topic} is mirrored from this cluster by mirror {source_mirror} on the "
-        f"source; mirroring it back would close a cycle, which cluster mirroring does not "
+        f"source; {CLOSES_A_CYCLE}, which cluster mirroring does not "
         f"support. Remove it from {source_mirror} first",
     )

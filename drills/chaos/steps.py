@@ -26,6 +26,7 @@ from mirrorsim.client.admin_types import (
     ResourceType,
 )
 from mirrorsim.client.cluster import ClusterClient
+from mirrorsim.coordinator.mirror_cycles import closes_a_cycle
 from mirrorsim.drills.chaos.journal import (
     SETTLES,
     WRITABLE,
@@ -47,7 +48,7 @@ from mirrorsim.drills.chaos.observe import (
 from mirrorsim.drills.clusters import DrillCluster, ProcessDrillCluster
 from mirrorsim.drills.context import DrillContext
 from mirrorsim.drills.polling import DrillTimeout, wait_until
-from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.errors import KafkaError
 
 SETTLE_S = 20.0
 """The stated bound: every operation reaches a settled state within this many seconds
@@ -172,7 +173,7 @@ async def _add(
             try:
                 (await admin.add_topics_to_mirror(mirror, [topic])).all()
             except KafkaError as exc:
-                if _closes_a_cycle(exc):
+                if closes_a_cycle(exc):
                     return exc
                 raise
         return True
@@ -189,13 +190,6 @@ async def _add(
     entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
     await _wait_seen_in_mirror(ctx.cluster(cluster), topic)
-
-
-def _closes_a_cycle(error: KafkaError) -> bool:
-    """The refusal of an add that would mirror a topic back to the cluster mirroring it
-    (``coordinator/mirror_cycles.py``): final, unlike the INVALID_REQUEST of a partition
-    still STOPPING, so it is not retried and no start is journaled."""
-    return error.code == ErrorCode.INVALID_REQUEST and "close a cycle" in str(error)
 
 
 async def _wait_seen_in_mirror(cluster: DrillCluster, topic: str) -> None:
