@@ -142,7 +142,12 @@ async def test_a_restarted_broker_is_unfenced_when_start_returns_and_catches_up(
     await stop(cluster, 1)
     moved = stored_partition(cluster)
     assert moved.leader not in (-1, 1)
-    code, _ = await produce(broker(cluster, moved.leader), [b"d"])
+    new_leader = broker(cluster, moved.leader)
+    await wait_for(
+        lambda: new_leader.replica_manager.partition(TOPIC, 0).is_leader,
+        message="the new leader learning of its election",
+    )
+    code, _ = await produce(new_leader, [b"d"])
     assert code == ErrorCode.NONE
 
     fresh = await restart(cluster, 1)

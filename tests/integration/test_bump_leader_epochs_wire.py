@@ -31,10 +31,17 @@ def bump(topic_id: uuid.UUID, minimums: dict[int, int]) -> RequestSpec:
     )
 
 
-async def leader_epochs(bootstrap: str) -> dict[int, int]:
+async def leader_epochs(bootstrap: str) -> dict[int, int] | None:
+    """The topic's leader epochs as one broker of ``bootstrap`` reports them.
+
+    ``None`` while that broker's metadata does not hold the topic yet: a created topic
+    reaches each broker's metadata a moment after CreateTopics answers, as in Kafka.
+    """
     async with Admin(bootstrap=bootstrap, config=sasl("admin")) as admin:
         await admin.cluster.refresh_metadata([TOPIC])
-        info = admin.cluster.metadata.topics[TOPIC]
+        info = admin.cluster.metadata.topics.get(TOPIC)
+    if info is None or len(info.partitions) < 2:
+        return None
     return {p: info.partitions[p].leader_epoch for p in info.partitions}
 
 
@@ -53,7 +60,9 @@ async def test_bump_leader_epochs_needs_cluster_action_and_raises_epochs(
         await admin.cluster.refresh_metadata([TOPIC])
         topic_id = admin.cluster.topic_id(TOPIC)
     assert topic_id is not None
-    before = await leader_epochs(bootstrap)
+    before = await wait_for(
+        lambda: leader_epochs(bootstrap), timeout=10, message="the topic in metadata"
+    )
     request = bump(topic_id, {0: before[0] + RAISED_BY, 1: before[1]})
 
     async with Admin(bootstrap=bootstrap, config=sasl("alice")) as alice:
