@@ -65,8 +65,7 @@ from mirrorsim.client.connection import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VE
 from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
-from mirrorsim.protocol.messages.constants import MirrorApiKey
-from mirrorsim.protocol.messages.describe_mirrors import UNSET_AUTHORIZED_OPERATIONS
+from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS, MirrorApiKey
 
 if TYPE_CHECKING:
     from mirrorsim.client.sync_admin import SyncAdmin

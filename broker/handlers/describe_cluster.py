@@ -11,10 +11,10 @@ from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respon
 from mirrorsim.broker.network.advertised import advertised_brokers
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS
 
 DESCRIBE_CLUSTER_KEY = 60
 BROKERS_ENDPOINT = 1
-UNSET_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handles(DESCRIBE_CLUSTER_KEY, min_version=0, max_version=2)

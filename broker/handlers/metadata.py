@@ -30,10 +30,10 @@ from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.broker.network.advertised import advertised_brokers
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS
 
 METADATA_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
-UNSET_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @handles(METADATA_KEY, min_version=0, max_version=12)

@@ -1,7 +1,9 @@
 """BumpLeaderEpochs (105): raise destination leader epochs to at least the source's.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+Generated from protocol/schemas/BumpLeaderEpochsRequest.json and BumpLeaderEpochsResponse.json
+by ``scripts/generate_messages.py``: edit the schemas, not this file. Field names are kio's
+snake_case of the JSON names. Error codes are int16 on the wire: wrap them with
+``ErrorCode(...)``.
 """
 
 import uuid
@@ -86,8 +88,8 @@ class BumpLeaderEpochsResponse:
     __api_key__: ClassVar[i16] = i16(105)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""

@@ -42,3 +42,6 @@ DESCRIBE_CONFIGS_MIRROR_VERSION = 5
 
 INCREMENTAL_ALTER_CONFIGS_MIRROR_VERSION = 2
 """First IncrementalAlterConfigs version that may name a MIRROR resource."""
+
+UNSET_AUTHORIZED_OPERATIONS = -(2**31)
+"""Kafka's ``AuthorizedOperations`` value when the request did not ask for them."""

@@ -1,12 +1,14 @@
 """DescribeMirrors (99): per-partition lag, state and last mirror leader epoch of mirrors.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+The spec's request has IncludeAuthorizedOperations but its response has no field to carry them;
+``DescribedMirror.authorized_operations`` is that field as a tagged field (tag 0, Kafka's
+``AuthorizedOperations`` int32 with its -2^31 "not requested" default), so a client built from
+the spec's schema reads the response unchanged.
 
-The spec's request has IncludeAuthorizedOperations but its response has no field to carry
-them; ``DescribedMirror.authorized_operations`` is that field as a tagged field (tag 0,
-Kafka's ``AuthorizedOperations`` int32 with its -2^31 "not requested" default), so a client
-built from the spec's schema reads the response unchanged.
+Generated from protocol/schemas/DescribeMirrorsRequest.json and DescribeMirrorsResponse.json by
+``scripts/generate_messages.py``: edit the schemas, not this file. Field names are kio's
+snake_case of the JSON names. Error codes are int16 on the wire: wrap them with
+``ErrorCode(...)``.
 """
 
 from dataclasses import dataclass, field
@@ -17,9 +19,6 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i32Timedelta, i64
-
-AUTHORIZED_OPERATIONS_TAG = 0
-UNSET_AUTHORIZED_OPERATIONS = -(2**31)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,11 +82,11 @@ class DescribedMirror:
     topics: tuple[TopicPartitions, ...]
     """Each topic in the mirror."""
     authorized_operations: i32 = field(
-        metadata={"kafka_type": "int32", "tag": AUTHORIZED_OPERATIONS_TAG},
-        default=i32(UNSET_AUTHORIZED_OPERATIONS),
+        metadata={"kafka_type": "int32", "tag": 0}, default=i32(-2147483648)
     )
-    """32-bit bitfield of the caller's operations on this mirror (1 << AclOperation),
-    when the request asked for them."""
+    """32-bit bitfield of the caller's operations on this mirror (1 << AclOperation), when the
+    request asked for them.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -98,8 +97,8 @@ class DescribeMirrorsResponse:
     __api_key__: ClassVar[i16] = i16(99)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""

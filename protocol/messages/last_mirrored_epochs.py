@@ -1,12 +1,14 @@
 """LastMirroredEpochs (97): the failback query a destination sends to its new source.
 
-Not in the spec's RPC list; designed here (see docs/protocol.md). For each partition the
-source answers the last mirror leader epoch it recorded in ``__mirror_state`` when the
-topic was removed from its mirror, or -1 when it has none, so the destination can
-truncate to the start offset of the first epoch beyond it.
+Not in the spec's RPC list; designed here (see docs/protocol.md). For each partition the source
+answers the last mirror leader epoch it recorded in ``__mirror_state`` when the topic was
+removed from its mirror, or -1 when it has none, so the destination can truncate to the start
+offset of the first epoch beyond it.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+Generated from protocol/schemas/LastMirroredEpochsRequest.json and
+LastMirroredEpochsResponse.json by ``scripts/generate_messages.py``: edit the schemas, not this
+file. Field names are kio's snake_case of the JSON names. Error codes are int16 on the wire:
+wrap them with ``ErrorCode(...)``.
 """
 
 import uuid
@@ -86,8 +88,8 @@ class LastMirroredEpochsResponse:
     __api_key__: ClassVar[i16] = i16(97)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""

@@ -1,7 +1,9 @@
 """ListMirrors (98): every mirror of the cluster with its source and topic count.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+Generated from protocol/schemas/ListMirrorsRequest.json and ListMirrorsResponse.json by
+``scripts/generate_messages.py``: edit the schemas, not this file. Field names are kio's
+snake_case of the JSON names. Error codes are int16 on the wire: wrap them with
+``ErrorCode(...)``.
 """
 
 from dataclasses import dataclass, field
@@ -36,8 +38,7 @@ class ListedMirror:
     source_cluster_id: str = field(metadata={"kafka_type": "string"}, default="")
     """The source cluster ID, or empty if not yet resolved."""
     topic_count: i32 = field(metadata={"kafka_type": "int32"}, default=i32(0))
-    """The number of topics configured for this mirror. 0 indicates an empty mirror with no
-    topics.
+    """The number of topics configured for this mirror. 0 indicates an empty mirror with no topics.
     """
 
 
@@ -49,8 +50,8 @@ class ListMirrorsResponse:
     __api_key__: ClassVar[i16] = i16(98)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""

@@ -1,7 +1,9 @@
 """ResumeMirrorTopics (103): resume paused mirror topics where they left off.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+Generated from protocol/schemas/ResumeMirrorTopicsRequest.json and
+ResumeMirrorTopicsResponse.json by ``scripts/generate_messages.py``: edit the schemas, not this
+file. Field names are kio's snake_case of the JSON names. Error codes are int16 on the wire:
+wrap them with ``ErrorCode(...)``.
 """
 
 import uuid
@@ -13,8 +15,6 @@ from kio.schema.response_header.v1.header import ResponseHeader
 from kio.schema.types import TopicName
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32Timedelta
-
-TOPIC_ERROR_MESSAGE_TAG = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,11 +54,10 @@ class TopicResult:
     """The topic name."""
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""
-    error_message: str | None = field(
-        metadata={"kafka_type": "string", "tag": TOPIC_ERROR_MESSAGE_TAG}, default=None
-    )
-    """Why the topic was refused, or null. A tagged field (tag 0) the spec's schema lacks:
-    a client built from that schema reads the response unchanged."""
+    error_message: str | None = field(metadata={"kafka_type": "string", "tag": 0}, default=None)
+    """Why the topic was refused, or null. A tagged field (tag 0) the spec's schema lacks: a client
+    built from that schema reads the response unchanged.
+    """
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,8 +68,8 @@ class ResumeMirrorTopicsResponse:
     __api_key__: ClassVar[i16] = i16(103)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""

@@ -1,7 +1,9 @@
 """WriteMirrorStates (101): persist mirror partition state transitions via the coordinator.
 
-Schema: KIP-1279 (version 0, flexible); field names follow kio's snake_case of the JSON
-names. Error codes are int16 on the wire: wrap them with ``ErrorCode(...)``.
+Generated from protocol/schemas/WriteMirrorStatesRequest.json and WriteMirrorStatesResponse.json
+by ``scripts/generate_messages.py``: edit the schemas, not this file. Field names are kio's
+snake_case of the JSON names. Error codes are int16 on the wire: wrap them with
+``ErrorCode(...)``.
 """
 
 from dataclasses import dataclass, field
@@ -91,8 +93,8 @@ class WriteMirrorStatesResponse:
     __api_key__: ClassVar[i16] = i16(101)
     __header_schema__: ClassVar[type[ResponseHeader]] = ResponseHeader
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
-    """The duration in milliseconds for which the request was throttled due to a quota violation,
-    or zero if the request did not violate any quota.
+    """The duration in milliseconds for which the request was throttled due to a quota violation, or
+    zero if the request did not violate any quota.
     """
     error_code: i16 = field(metadata={"kafka_type": "int16"})
     """The error code, or 0 if there was no error."""
