@@ -4,8 +4,9 @@ Kafka's messages grow fields version by version; the client negotiates the versi
 broker, so callers describe a request once with plain dicts and lists, and ``build`` keeps
 the fields that exist in the chosen version, turning nested dicts into that version's
 nested classes. A field the version requires but the caller did not give is an error, so a
-newer mandatory field is never silently defaulted. The broker's handlers build their
-responses the same way, so this lives in ``protocol/`` below both sides.
+newer mandatory field is never silently defaulted; a name that no version of the message
+has is an error too, so a misspelt field is never silently dropped. The broker's handlers
+build their responses the same way, so this lives in ``protocol/`` below both sides.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from mirrorsim.protocol.registry import request_class
+from kio.static.constants import EntityType
+
+from mirrorsim.protocol.registry import request_class, response_class, supported_versions
 
 
 class RequestBuildError(TypeError):
-    """The description lacks a field the chosen version requires."""
+    """The description lacks a field the chosen version requires, or names a field that no
+    version of the message has."""
 
 
 def build_request(api_key: int, version: int, fields: Mapping[str, Any]) -> Any:
@@ -32,16 +36,59 @@ def build_request(api_key: int, version: int, fields: Mapping[str, Any]) -> Any:
 
 
 def build(cls: type, fields: Mapping[str, Any]) -> Any:
+    """An instance of message ``cls`` from a description valid for any of its versions."""
+    return _build(cls, fields, _message_of(cls), ())
+
+
+def _build(
+    cls: type, fields: Mapping[str, Any], message: tuple[int, bool] | None, path: tuple[str, ...]
+) -> Any:
+    known = (_names_in_any_version(message, path) if message is not None else None) or frozenset(
+        name for name, _, _ in _plan(cls)
+    )
+    if not known.issuperset(fields):
+        unknown = ", ".join(sorted(set(fields) - known))
+        where = ".".join((cls.__name__, *path)) if path else cls.__name__
+        raise RequestBuildError(f"{where} has no field {unknown} in any version")
     kwargs: dict[str, Any] = {}
     for name, entity, required in _plan(cls):
         if name in fields:
             value = fields[name]
-            kwargs[name] = value if entity is None else _convert(entity, value)
+            kwargs[name] = (
+                value if entity is None else _convert(entity, value, message, (*path, name))
+            )
         elif required:
             raise RequestBuildError(
                 f"{cls.__name__} v{cls.__version__} needs field {name!r}"  # type: ignore[attr-defined]
             )
     return cls(**kwargs)
+
+
+def _message_of(cls: type) -> tuple[int, bool] | None:
+    """(api key, is a request) of a top-level message class; None for anything else."""
+    kind = getattr(cls, "__type__", None)
+    if kind not in (EntityType.request, EntityType.response):
+        return None
+    return int(cls.__api_key__), kind is EntityType.request  # type: ignore[attr-defined]
+
+
+@cache
+def _names_in_any_version(message: tuple[int, bool], path: tuple[str, ...]) -> frozenset[str]:
+    """Every field name at ``path`` in any version of the message: a description written
+    once for all versions may hold any of them, and nothing else."""
+    api_key, is_request = message
+    lookup = request_class if is_request else response_class
+    low, high = supported_versions().get(api_key, (0, -1))
+    names: set[str] = set()
+    for version in range(low, high + 1):
+        cls: type | None = lookup(api_key, version)
+        for step in path:
+            if cls is None:
+                break
+            cls = next((entity for name, entity, _ in _plan(cls) if name == step), None)
+        if cls is not None:
+            names.update(name for name, _, _ in _plan(cls))
+    return frozenset(names)
 
 
 @cache
@@ -59,12 +106,16 @@ def _plan(cls: type) -> tuple[tuple[str, type | None, bool], ...]:
     )
 
 
-def _convert(entity: type, value: Any) -> Any:
+def _convert(
+    entity: type, value: Any, message: tuple[int, bool] | None, path: tuple[str, ...]
+) -> Any:
     if value is None:
         return None
     if isinstance(value, Mapping):
-        return build(entity, value)
-    return tuple(build(entity, item) if isinstance(item, Mapping) else item for item in value)
+        return _build(entity, value, message, path)
+    return tuple(
+        _build(entity, item, message, path) if isinstance(item, Mapping) else item for item in value
+    )
 
 
 def _nested_entity(hint: Any) -> type | None:
