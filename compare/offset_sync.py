@@ -69,8 +69,9 @@ class OffsetSyncCache:
     - A: slot 0 holds the latest sync;
     - B: ``s[i] <= s[j] + 2^j - 2^i``: slot j is never much older than its index allows;
     - C: ``s[i] >= s[j] + 2^max(i-2, 0)``: distinct slots are spaced exponentially;
-    - D: slot 63 holds the earliest sync received (here: since the upstream offsets last
-      went backwards).
+    - D: slot 63 holds the earliest sync usable for translation: the first received since
+      the upstream offsets last went backwards or, for a store that had to read to the
+      end first, the last one of that first read.
 
     A new sync takes slot 0; walking down, each slot that now violates B is repaired with
     the youngest sync that satisfies B and C there, preferring one the store already
@@ -79,8 +80,23 @@ class OffsetSyncCache:
     syncs spaced ever wider apart.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, initialization_must_read_to_end: bool = False) -> None:
+        """A store whose checkpoint task is already past its first read to the end of the
+        offset-syncs topic, unless ``initialization_must_read_to_end``.
+
+        Kafka's ``MirrorCheckpointTask.start`` passes ``!checkpointsReadOk`` to
+        ``OffsetSyncStore.start``: when the task could not load its previous checkpoints,
+        every sync read before the first read to the end replaces the whole store
+        (``updateSyncArray``'s ``onlyLoadLastOffset``), so translation starts from the
+        latest sync in the topic and never reaches back before it.
+        """
         self._slots: list[OffsetSync] = []
+        self._only_load_last = initialization_must_read_to_end
+
+    def finish_initial_read(self) -> None:
+        """The first read to the end of the offset-syncs topic is done: syncs read from now
+        on are spaced into the store instead of replacing it."""
+        self._only_load_last = False
 
     @property
     def slots(self) -> tuple[OffsetSync, ...]:
@@ -100,9 +116,11 @@ class OffsetSyncCache:
         """Take a sync read from the offset-syncs topic (they arrive in upstream order).
 
         An upstream offset that goes backwards means the source partition was recreated
-        or truncated: every cached mapping is then meaningless and is dropped.
+        or truncated: every cached mapping is then meaningless and is dropped. So is every
+        earlier sync while a store that must read to the end is still on its first read.
         """
-        if not self._slots or sync.upstream_offset < self._slots[0].upstream_offset:
+        rewound = bool(self._slots) and sync.upstream_offset < self._slots[0].upstream_offset
+        if self._only_load_last or not self._slots or rewound:
             self._slots = [sync] * SYNCS_PER_PARTITION
             return
         before = list(self._slots)
