@@ -8,14 +8,21 @@ It works the way KIP-382's MirrorMaker 2 does, so the comparison shows MM2's rea
   producer's clock is used.
 - Topics are renamed ``<source alias>.<topic>`` (DefaultReplicationPolicy) on the target,
   and a topic that already passed through the target cluster is never copied (cycles are
-  detected by name).
+  detected by name). Heartbeats topics (``heartbeats``, ``a.heartbeats``, …) are copied
+  whatever ``topics`` says, as MirrorSourceConnector's ``shouldReplicateTopic`` does, so a
+  chain A→B→C carries ``b.a.heartbeats`` to C and hops can be counted from the names
+  (``compare/mirror_client.py``).
 - Every ``offset.lag.max`` records the source side publishes an offset sync to
   ``mm2-offset-syncs.<target>.internal`` on the source cluster (MM2's default location).
 - The checkpoint side reads those syncs into a 64-entry cache per partition, translates
   each consumer group's committed offsets, writes checkpoints to
   ``<source>.checkpoints.internal`` on the target and (``sync.group.offsets.enabled``)
   commits them to the same group on the target, never moving a group backwards.
-- A heartbeat goes to the target's ``heartbeats`` topic on every replication pass.
+- Every replication pass first emits two heartbeats, as MM2's driver does for a flow A→B:
+  the flow's MirrorHeartbeatConnector writes Heartbeat(A, B) to B's ``heartbeats``, and
+  the heartbeat-only flow B→A that MM2 runs beside it writes Heartbeat(B, A) to A's,
+  which this flow then replicates to B as ``a.heartbeats``. A pass stands for one
+  ``emit.heartbeats.interval.seconds``.
 """
 
 from __future__ import annotations
@@ -76,6 +83,7 @@ class ReplicationStats:
     record_bytes: int = 0
     offset_syncs: int = 0
     heartbeats: int = 0
+    heartbeats_replicated: int = 0
     checkpoints: int = 0
 
 
@@ -118,13 +126,12 @@ class MM2Replicator:
     async def start(self) -> None:
         """Discover the source topics, create their remote copies and the internal topics."""
         cfg = self.config
+        await create_topics_if_missing(
+            cfg.source_bootstrap, {self.offset_syncs_topic: 1, HEARTBEATS_TOPIC: 1}
+        )
         async with Admin(bootstrap=cfg.source_bootstrap) as admin:
-            found = await matching_topics(admin, cfg.topics)
-        self._topics = {
-            t: n
-            for t, n in found.items()
-            if not cfg.policy.is_internal(t) and not cfg.policy.is_cycle(t, cfg.target_alias)
-        }
+            found = await matching_topics(admin, ".*")
+        self._topics = {t: n for t, n in found.items() if self._should_replicate(t)}
         await create_topics_if_missing(
             cfg.target_bootstrap,
             {
@@ -133,7 +140,6 @@ class MM2Replicator:
                 self.checkpoints_topic: 1,
             },
         )
-        await create_topics_if_missing(cfg.source_bootstrap, {self.offset_syncs_topic: 1})
         self._consumer = AIOKafkaConsumer(
             bootstrap_servers=cfg.source_bootstrap,
             enable_auto_commit=False,
@@ -161,6 +167,17 @@ class MM2Replicator:
         self._consumer.assign(list(partitions_of(self._topics)))
         self._sync_reader.assign([AioTopicPartition(self.offset_syncs_topic, 0)])
 
+    def _should_replicate(self, topic: str) -> bool:
+        """MirrorSourceConnector.shouldReplicateTopic: matched by ``topics`` or a heartbeats
+        topic, and neither internal nor already through the target cluster."""
+        policy = self.config.policy
+        wanted = re.fullmatch(self.config.topics, topic) or policy.is_heartbeats_topic(topic)
+        return (
+            bool(wanted)
+            and not policy.is_internal(topic)
+            and not policy.is_cycle(topic, self.config.target_alias)
+        )
+
     async def stop(self) -> None:
         for client in (
             self._consumer,
@@ -172,21 +189,28 @@ class MM2Replicator:
                 await client.stop()
 
     async def replicate_until_caught_up(self, timeout_s: float = 120.0) -> ReplicationStats:
-        """Copy every record produced so far, publish the due offset syncs and a heartbeat."""
+        """Emit this pass's heartbeats, then copy every record produced so far (heartbeats
+        included) and publish the due offset syncs."""
         assert self._consumer is not None and self._target_producer is not None
         assert self._source_producer is not None
+        await self._emit_heartbeats()
         end_offsets = await self._consumer.end_offsets(list(self._consumer.assignment()))
         async for tp, records in consume_until(self._consumer, end_offsets, timeout_s):
             await self._copy(tp, records)
             self._replicated_end[(tp.topic, tp.partition)] = records[-1].offset + 1
         await self._target_producer.flush()
         await self._source_producer.flush()
-        key, value = heartbeat_record(
-            self.config.source_alias, self.config.target_alias, int(time.time() * 1000)
-        )
-        await self._target_producer.send_and_wait(HEARTBEATS_TOPIC, value, key=key)
-        self.stats.heartbeats += 1
         return self.stats
+
+    async def _emit_heartbeats(self) -> None:
+        assert self._target_producer is not None and self._source_producer is not None
+        source, target = self.config.source_alias, self.config.target_alias
+        now_ms = int(time.time() * 1000)
+        key, value = heartbeat_record(source, target, now_ms)
+        await self._target_producer.send_and_wait(HEARTBEATS_TOPIC, value, key=key)
+        key, value = heartbeat_record(target, source, now_ms)
+        await self._source_producer.send_and_wait(HEARTBEATS_TOPIC, value, key=key)
+        self.stats.heartbeats += 2
 
     async def _copy(self, tp: AioTopicPartition, records: list[ConsumerRecord]) -> None:
         assert self._target_producer is not None and self._source_producer is not None
@@ -207,8 +231,11 @@ class MM2Replicator:
         )
         for record, sent in zip(records, sends, strict=True):
             metadata = await sent
-            self.stats.records += 1
-            self.stats.record_bytes += len(record.key or b"") + len(record.value or b"")
+            if self.config.policy.is_heartbeats_topic(tp.topic):
+                self.stats.heartbeats_replicated += 1
+            else:
+                self.stats.records += 1
+                self.stats.record_bytes += len(record.key or b"") + len(record.value or b"")
             sync = emitter.update(record.offset, metadata.offset)
             if sync is not None:
                 key, value = offset_sync_record(tp.topic, tp.partition, sync)
