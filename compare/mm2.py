@@ -18,6 +18,9 @@ It works the way KIP-382's MirrorMaker 2 does, so the comparison shows MM2's rea
   each consumer group's committed offsets, writes checkpoints to
   ``<source>.checkpoints.internal`` on the target and (``sync.group.offsets.enabled``)
   commits them to the same group on the target, never moving a group backwards.
+- With ``offset_translation="timestamp"`` the groups are committed by spec 003's
+  MirrorGroupOffsetConnector instead (``compare/timestamp_sync.py``); checkpoints are
+  still written, so both translations of one pass can be compared.
 - Every replication pass first emits two heartbeats, as MM2's driver does for a flow A→B:
   the flow's MirrorHeartbeatConnector writes Heartbeat(A, B) to B's ``heartbeats``, and
   the heartbeat-only flow B→A that MM2 runs beside it writes Heartbeat(B, A) to A's,
@@ -31,6 +34,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
+from typing import Literal, get_args
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRecord
 from aiokafka.structs import TopicPartition as AioTopicPartition
@@ -57,12 +61,18 @@ from mirrorsim.compare.offset_sync import (
     translate_downstream,
 )
 from mirrorsim.compare.replication_policy import HEARTBEATS_TOPIC, ReplicationPolicy
+from mirrorsim.compare.timestamp_sync import TimestampGroupOffsetSync
+
+OffsetTranslation = Literal["offset-sync", "timestamp"]
+OFFSET_TRANSLATIONS: tuple[str, ...] = get_args(OffsetTranslation)
 
 
 @dataclass(frozen=True, slots=True)
 class MM2Config:
     """MM2's settings under their own names where one exists (``topics``, ``groups``,
-    ``offset.lag.max``, ``sync.group.offsets.enabled``)."""
+    ``offset.lag.max``, ``sync.group.offsets.enabled``); ``offset_translation`` picks the
+    connector that commits group offsets on the target: MirrorCheckpointConnector
+    (offset syncs) or spec 003's MirrorGroupOffsetConnector (timestamps)."""
 
     source_alias: str
     target_alias: str
@@ -72,6 +82,7 @@ class MM2Config:
     groups: str = ".*"
     offset_lag_max: int = 100
     sync_group_offsets_enabled: bool = True
+    offset_translation: OffsetTranslation = "offset-sync"
     preserve_timestamps: bool = True
     compression_type: str = "lz4"
     policy: ReplicationPolicy = field(default_factory=ReplicationPolicy)
@@ -85,6 +96,15 @@ class ReplicationStats:
     heartbeats: int = 0
     heartbeats_replicated: int = 0
     checkpoints: int = 0
+
+
+@dataclass(slots=True)
+class GroupOffsetsPass:
+    """One checkpoint pass: the offset-sync translations (written as checkpoints) and, in
+    timestamp mode, the translations committed by timestamp."""
+
+    checkpoints: list[Checkpoint]
+    committed_by_timestamp: list[Checkpoint] = field(default_factory=list)
 
 
 class MM2Replicator:
@@ -264,25 +284,42 @@ class MM2Replicator:
             upstream_log_end=self._replicated_end.get((topic, partition)),
         )
 
-    async def emit_checkpoints(self) -> list[Checkpoint]:
-        """Translate every matching group's offsets; write checkpoints; sync the groups."""
+    async def emit_checkpoints(self) -> GroupOffsetsPass:
+        """Translate every matching group's offsets; write checkpoints; sync the groups
+        with the configured translation."""
         assert self._target_producer is not None
         await self._read_offset_syncs()
         pattern = re.compile(self.config.groups)
-        checkpoints: list[Checkpoint] = []
+        committed_by_group: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
         async with Admin(bootstrap=self.config.source_bootstrap) as admin:
             groups = [g.group_id for g in await admin.list_consumer_groups()]
             for group in sorted(g for g in groups if pattern.fullmatch(g)):
                 committed = await admin.list_consumer_group_offsets(group)
-                checkpoints.extend(self._checkpoints_for(group, committed))
+                committed_by_group[group] = {
+                    tp: o for tp, o in committed.items() if tp.topic in self._topics
+                }
+        checkpoints = [
+            c
+            for g, committed in committed_by_group.items()
+            for c in self._checkpoints_for(g, committed)
+        ]
         for checkpoint in checkpoints:
             key, value = checkpoint_record(checkpoint)
             await self._target_producer.send(self.checkpoints_topic, value, key=key)
         await self._target_producer.flush()
         self.stats.checkpoints += len(checkpoints)
-        if self.config.sync_group_offsets_enabled:
+        result = GroupOffsetsPass(checkpoints)
+        if not self.config.sync_group_offsets_enabled:
+            return result
+        if self.config.offset_translation == "offset-sync":
             await self._sync_group_offsets(checkpoints)
-        return checkpoints
+            return result
+        async with TimestampGroupOffsetSync(
+            self.config.source_bootstrap, self.config.target_bootstrap, self.remote_topic
+        ) as by_timestamp:
+            for group, committed in committed_by_group.items():
+                result.committed_by_timestamp += await by_timestamp.sync_group(group, committed)
+        return result
 
     def _checkpoints_for(
         self, group: str, committed: dict[TopicPartition, OffsetAndMetadata]

@@ -32,6 +32,9 @@ async def test_three_modes_fail_over_as_each_design_predicts(tmp_path: Path) -> 
     assert (p.expected_target_offset, p.resume_offset) == (277, 201)
     assert (mm2.reprocessed, mm2.skipped, mm2.missing_records) == (76, 0, 0)
     assert not mm2.offsets_preserved and not mm2.topic_id_preserved
+    assert [(t.method, t.resume_offsets, t.reprocessed, t.committed) for t in mm2.translations] == [
+        ("offset-sync", [201], 76, True)
+    ]
 
     # Legacy MM copies every record and no group offset: the group starts at the log start.
     (lp,) = legacy.partitions
