@@ -12,7 +12,8 @@ It works the way KIP-382's MirrorMaker 2 does, so the comparison shows MM2's rea
   whatever ``topics`` says, as MirrorSourceConnector's ``shouldReplicateTopic`` does, so a
   chain A→B→C carries ``b.a.heartbeats`` to C and hops can be counted from the names
   (``compare/mirror_client.py``).
-- Every ``offset.lag.max`` records the source side publishes an offset sync to
+- The source side publishes offset syncs (every ``offset.lag.max + 1`` records, on jumps,
+  and at each offset commit for the last record, see ``OffsetSyncEmitter``) to
   ``mm2-offset-syncs.<target>.internal`` on the source cluster (MM2's default location).
 - The checkpoint side reads those syncs into a 64-entry cache per partition, translates
   each consumer group's committed offsets, writes checkpoints to
@@ -56,6 +57,7 @@ from mirrorsim.compare.mm2_records import (
 )
 from mirrorsim.compare.offset_sync import (
     UNTRANSLATABLE,
+    OffsetSync,
     OffsetSyncCache,
     OffsetSyncEmitter,
     translate_downstream,
@@ -210,7 +212,8 @@ class MM2Replicator:
 
     async def replicate_until_caught_up(self, timeout_s: float = 120.0) -> ReplicationStats:
         """Emit this pass's heartbeats, then copy every record produced so far (heartbeats
-        included) and publish the due offset syncs."""
+        included) and publish the due offset syncs; the pass ends with the task's offset
+        commit, which publishes the syncs held back."""
         assert self._consumer is not None and self._target_producer is not None
         assert self._source_producer is not None
         await self._emit_heartbeats()
@@ -219,8 +222,18 @@ class MM2Replicator:
             await self._copy(tp, records)
             self._replicated_end[(tp.topic, tp.partition)] = records[-1].offset + 1
         await self._target_producer.flush()
+        for (topic, partition), emitter in sorted(self._emitters.items()):
+            delayed = emitter.promote_delayed()
+            if delayed is not None:
+                await self._publish_sync(topic, partition, delayed)
         await self._source_producer.flush()
         return self.stats
+
+    async def _publish_sync(self, topic: str, partition: int, sync: OffsetSync) -> None:
+        assert self._source_producer is not None
+        key, value = offset_sync_record(topic, partition, sync)
+        await self._source_producer.send(self.offset_syncs_topic, value, key=key)
+        self.stats.offset_syncs += 1
 
     async def _emit_heartbeats(self) -> None:
         assert self._target_producer is not None and self._source_producer is not None
@@ -258,9 +271,7 @@ class MM2Replicator:
                 self.stats.record_bytes += len(record.key or b"") + len(record.value or b"")
             sync = emitter.update(record.offset, metadata.offset)
             if sync is not None:
-                key, value = offset_sync_record(tp.topic, tp.partition, sync)
-                await self._source_producer.send(self.offset_syncs_topic, value, key=key)
-                self.stats.offset_syncs += 1
+                await self._publish_sync(tp.topic, tp.partition, sync)
 
     async def _read_offset_syncs(self) -> None:
         """Feed the caches with the syncs published since the last read (MM2's checkpoint

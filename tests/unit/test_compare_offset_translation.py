@@ -214,12 +214,24 @@ def test_spec_003_timestamp_translation_never_moves_a_group_backwards() -> None:
     assert translate_by_timestamp(LETTER_TS["G"], target, 600) is None
 
 
-def test_emitter_publishes_every_offset_lag_max_and_on_jumps() -> None:
+def test_emitter_publishes_once_offset_lag_max_is_exceeded_and_on_jumps() -> None:
+    """Kafka's OffsetSyncWriter: due once downstream - (last sync + 1) >= offset.lag.max,
+    so every 101 records of a contiguous copy at the default 100."""
     emitter = OffsetSyncEmitter(100)
     emitted = [u for u in range(100, 400) if emitter.update(u, u - 100)]
-    assert emitted == [100, 200, 300]
+    assert emitted == [100, 201, 302]
     assert emitter.update(450, 300) == OffsetSync(450, 300)
     assert emitter.update(451, 250) == OffsetSync(451, 250)
+
+
+def test_emitter_promotes_the_held_back_sync_at_commit() -> None:
+    emitter = OffsetSyncEmitter(100)
+    for upstream in range(100, 160):
+        emitter.update(upstream, upstream - 100)
+    assert emitter.promote_delayed() == OffsetSync(159, 59)
+    assert emitter.promote_delayed() is None
+    assert [u for u in range(160, 202) if emitter.update(u, u - 100)] == [201]
+    assert emitter.promote_delayed() is None
 
 
 def _fill(steps: list[int]) -> tuple[OffsetSyncCache, list[OffsetSync]]:
