@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from mirrorsim.compare.mm2 import OFFSET_TRANSLATIONS, OffsetTranslation
 from mirrorsim.compare.report import render_markdown, report_document, write_report
 from mirrorsim.compare.scenario import ComparisonSettings, run_comparison
 from mirrorsim.compare.workload import Workload
@@ -30,19 +31,36 @@ MIN_RECORDS = Workload().log_start_offset + 2
 @click.option("--partitions", default=2, show_default=True, type=click.IntRange(min=1))
 @click.option("--offset-lag-max", default=100, show_default=True, help="MM2's offset.lag.max.")
 @click.option(
+    "--translation",
+    default="offset-sync",
+    show_default=True,
+    type=click.Choice(OFFSET_TRANSLATIONS),
+    help="How the MM2 run commits group offsets on the target: through offset syncs "
+    "(MirrorCheckpointConnector) or by record timestamps (MirrorGroupOffsetConnector); "
+    "timestamp reports both re-read counts.",
+)
+@click.option(
     "--report",
     "report_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Directory for comparison.json/.md/.png.",
 )
-def compare(records: int, partitions: int, offset_lag_max: int, report_dir: Path | None) -> None:
+def compare(
+    records: int,
+    partitions: int,
+    offset_lag_max: int,
+    translation: OffsetTranslation,
+    report_dir: Path | None,
+) -> None:
     """Compare cluster mirroring with MM2-style and legacy MirrorMaker copies."""
     workload = Workload(
         partitions=partitions,
         records_per_partition=records,
         consumed_per_partition=min(max(1, (records * 2) // 5 + 37), records - MIN_RECORDS + 1),
     )
-    settings = ComparisonSettings(workload=workload, offset_lag_max=offset_lag_max)
+    settings = ComparisonSettings(
+        workload=workload, offset_lag_max=offset_lag_max, offset_translation=translation
+    )
     with tempfile.TemporaryDirectory(prefix="mirrorsim-compare-") as data_dir:
         outcomes = asyncio.run(run_comparison(settings, Path(data_dir)))
     command = shlex.join(["mirrorsim", "compare", *sys.argv[2:]])

@@ -68,3 +68,17 @@ def heartbeat_record(
 ) -> tuple[bytes, bytes]:
     key = _string(source_alias) + _string(target_alias)
     return key, struct.pack(">hq", _HEARTBEAT_VERSION, timestamp_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    source_alias: str
+    target_alias: str
+    timestamp_ms: int
+
+
+def decode_heartbeat(key: bytes, value: bytes) -> Heartbeat:
+    source_alias, pos = _read_string(key, 0)
+    target_alias, _ = _read_string(key, pos)
+    _, timestamp_ms = struct.unpack(">hq", value)
+    return Heartbeat(source_alias, target_alias, timestamp_ms)

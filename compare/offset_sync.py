@@ -6,8 +6,11 @@ offset) now and then; the checkpoint task keeps a small per-partition cache of t
 translates a consumer group's committed upstream offset with it. Both halves are lossy by
 design, and this module reproduces that loss so the comparison can measure it:
 
-- Emission: a sync only every ``offset.lag.max`` upstream offsets (and whenever the
-  upstream offsets jump or the downstream offsets move backwards).
+- Emission: Kafka's ``OffsetSyncWriter``: a sync at once when the downstream offset is
+  more than ``offset.lag.max`` past the last sync's (so every ``offset.lag.max + 1``
+  records of a contiguous copy), when the upstream offsets jump or the downstream offsets
+  move backwards; and, at each offset commit of the task, one for the latest record not
+  synced yet.
 - Cache: Kafka's ``OffsetSyncStore``: 64 slots per partition whose distinct syncs are
   spaced exponentially by age (its invariants A-D, see ``OffsetSyncCache``): recent
   offsets translate closely, old ones fall between widely spaced syncs.
@@ -33,30 +36,47 @@ class OffsetSync:
 
 
 class OffsetSyncEmitter:
-    """Decides, per replicated record of one partition, whether an offset sync is due."""
+    """Decides, per replicated record of one partition, whether an offset sync is due:
+    Kafka's ``OffsetSyncWriter.PartitionState.update`` and its delayed syncs.
+
+    Staleness is measured downstream and from one past the last sync, because that is
+    where translation through the last sync would put a group: a sync is due once
+    ``downstream - (last sync downstream + 1) >= offset.lag.max``.
+    """
 
     def __init__(self, offset_lag_max: int) -> None:
         if offset_lag_max < 1:
             raise ValueError("offset.lag.max must be at least 1")
         self.offset_lag_max = offset_lag_max
-        self._last_sync: OffsetSync | None = None
+        self._last_sync_downstream: int | None = None
         self._previous: OffsetSync | None = None
+        self._delayed: OffsetSync | None = None
 
     def update(self, upstream_offset: int, downstream_offset: int) -> OffsetSync | None:
-        """The sync to publish after this record was written downstream, or None."""
+        """The sync to publish now that this record was written downstream, or None (the
+        record's mapping is then held back until the next offset commit)."""
         current = OffsetSync(upstream_offset, downstream_offset)
         previous, self._previous = self._previous, current
+        last = self._last_sync_downstream
         due = (
-            self._last_sync is None
+            last is None
+            or downstream_offset - (last + 1) >= self.offset_lag_max
             or previous is None
-            or upstream_offset - self._last_sync.upstream_offset >= self.offset_lag_max
-            or upstream_offset != previous.upstream_offset + 1
+            or upstream_offset - previous.upstream_offset != 1
             or downstream_offset < previous.downstream_offset
         )
         if not due:
+            self._delayed = current
             return None
-        self._last_sync = current
+        self._last_sync_downstream = downstream_offset
+        self._delayed = None
         return current
+
+    def promote_delayed(self) -> OffsetSync | None:
+        """At the task's offset commit (``MirrorSourceTask.commit``): the latest record's
+        mapping if it was held back, so a quiet topic's end still translates exactly."""
+        delayed, self._delayed = self._delayed, None
+        return delayed
 
 
 class OffsetSyncCache:
@@ -69,8 +89,9 @@ class OffsetSyncCache:
     - A: slot 0 holds the latest sync;
     - B: ``s[i] <= s[j] + 2^j - 2^i``: slot j is never much older than its index allows;
     - C: ``s[i] >= s[j] + 2^max(i-2, 0)``: distinct slots are spaced exponentially;
-    - D: slot 63 holds the earliest sync received (here: since the upstream offsets last
-      went backwards).
+    - D: slot 63 holds the earliest sync usable for translation: the first received since
+      the upstream offsets last went backwards or, for a store that had to read to the
+      end first, the last one of that first read.
 
     A new sync takes slot 0; walking down, each slot that now violates B is repaired with
     the youngest sync that satisfies B and C there, preferring one the store already
@@ -79,8 +100,23 @@ class OffsetSyncCache:
     syncs spaced ever wider apart.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, initialization_must_read_to_end: bool = False) -> None:
+        """A store whose checkpoint task is already past its first read to the end of the
+        offset-syncs topic, unless ``initialization_must_read_to_end``.
+
+        Kafka's ``MirrorCheckpointTask.start`` passes ``!checkpointsReadOk`` to
+        ``OffsetSyncStore.start``: when the task could not load its previous checkpoints,
+        every sync read before the first read to the end replaces the whole store
+        (``updateSyncArray``'s ``onlyLoadLastOffset``), so translation starts from the
+        latest sync in the topic and never reaches back before it.
+        """
         self._slots: list[OffsetSync] = []
+        self._only_load_last = initialization_must_read_to_end
+
+    def finish_initial_read(self) -> None:
+        """The first read to the end of the offset-syncs topic is done: syncs read from now
+        on are spaced into the store instead of replacing it."""
+        self._only_load_last = False
 
     @property
     def slots(self) -> tuple[OffsetSync, ...]:
@@ -100,9 +136,11 @@ class OffsetSyncCache:
         """Take a sync read from the offset-syncs topic (they arrive in upstream order).
 
         An upstream offset that goes backwards means the source partition was recreated
-        or truncated: every cached mapping is then meaningless and is dropped.
+        or truncated: every cached mapping is then meaningless and is dropped. So is every
+        earlier sync while a store that must read to the end is still on its first read.
         """
-        if not self._slots or sync.upstream_offset < self._slots[0].upstream_offset:
+        rewound = bool(self._slots) and sync.upstream_offset < self._slots[0].upstream_offset
+        if self._only_load_last or not self._slots or rewound:
             self._slots = [sync] * SYNCS_PER_PARTITION
             return
         before = list(self._slots)

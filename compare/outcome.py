@@ -33,6 +33,18 @@ class PartitionOutcome:
         return max(0, self.resume_offset - self.expected_target_offset)
 
 
+@dataclass(frozen=True, slots=True)
+class TranslationOutcome:
+    """Where one group offset translation would resume the group, and what that costs."""
+
+    method: str
+    resume_offsets: list[int]
+    reprocessed: int
+    skipped: int
+    committed: bool
+    """Whether this translation is the one the group was committed with."""
+
+
 @dataclass(slots=True)
 class ModeOutcome:
     mode: str
@@ -48,6 +60,7 @@ class ModeOutcome:
     recompression_cpu_seconds: float = 0.0
     failback_bytes: int = 0
     failback_basis: str = ""
+    translations: list[TranslationOutcome] = field(default_factory=list)
 
     @property
     def reprocessed(self) -> int:

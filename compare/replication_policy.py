@@ -29,6 +29,15 @@ class ReplicationPolicy:
         _, separator, rest = topic.partition(self.separator)
         return rest if separator else None
 
+    def original_topic(self, topic: str) -> str:
+        """The topic's name on the cluster it was first written to, every hop's prefix off."""
+        upstream = self.upstream_topic(topic)
+        return topic if upstream is None or upstream == topic else self.original_topic(upstream)
+
+    def is_heartbeats_topic(self, topic: str) -> bool:
+        """``heartbeats`` itself or a replica of one (``a.heartbeats``, ``b.a.heartbeats``)."""
+        return self.original_topic(topic) == HEARTBEATS_TOPIC
+
     def is_cycle(self, topic: str, target_alias: str) -> bool:
         """True when the topic already passed through ``target_alias`` (at any hop)."""
         current: str | None = topic
@@ -45,8 +54,9 @@ class ReplicationPolicy:
         return f"{source_alias}{self.separator}checkpoints{self.separator}internal"
 
     def is_internal(self, topic: str) -> bool:
+        """MM2's and Kafka's internal topics; heartbeats are not internal (they replicate)."""
         return (
-            topic == HEARTBEATS_TOPIC
-            or topic.endswith(f"{self.separator}internal")
-            or topic.startswith("__")
+            topic.endswith(f"{self.separator}internal")
+            or topic.endswith("-internal")
+            or topic.startswith(("__", "."))
         )

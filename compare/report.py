@@ -44,8 +44,10 @@ def render_markdown(document: dict[str, Any]) -> str:
         f"Workload: topic `{w['topic']}`, {w['partitions']} partition(s) x "
         f"{w['records_per_partition']} keyed lz4 records ({w['records_per_batch']} per batch), "
         f"first {w['trimmed_batches']} batch(es) deleted, group `{w['group']}` committed "
-        f"{w['consumed_per_partition']} records past the log start; MM2 offset.lag.max="
-        f"{document['settings']['offset_lag_max']}.",
+        f"{w['consumed_per_partition']} records past the log start, "
+        f"{w['records_per_timestamp']} records per timestamp; MM2 offset.lag.max="
+        f"{document['settings']['offset_lag_max']}, group offsets translated by "
+        f"{document['settings']['offset_translation']}.",
         "",
         "| mode | target topic | offsets preserved | name preserved | topic id preserved "
         "| resume offsets (expected) | re-read | skipped | missing | failback bytes "
@@ -64,9 +66,35 @@ def render_markdown(document: dict[str, Any]) -> str:
             f"| {m['recompression_cpu_seconds']:.4f} | {m['replicate_seconds']:.2f} "
             f"| {m['failover_seconds']:.2f} |"
         )
+    lines += _translation_lines(document)
     lines += ["", "Failback bytes:"]
     lines += [f"- {m['mode']}: {m['failback_basis']}" for m in document["modes"]]
     return "\n".join(lines) + "\n"
+
+
+def _translation_lines(document: dict[str, Any]) -> list[str]:
+    """Each group offset translation a mode computed, side by side."""
+    lines: list[str] = []
+    for m in document["modes"]:
+        if not m["translations"]:
+            continue
+        expected = [p["expected_target_offset"] for p in m["partitions"]]
+        lines += [
+            "",
+            f"{m['mode']} group offset translation:",
+            "",
+            "| translation | resume offsets (expected) | re-read | skipped | committed |",
+            "|---|---|---|---|---|",
+        ]
+        for t in m["translations"]:
+            resume = ", ".join(
+                f"{r} ({e})" for r, e in zip(t["resume_offsets"], expected, strict=True)
+            )
+            lines.append(
+                f"| {t['method']} | {resume} | {t['reprocessed']} | {t['skipped']} "
+                f"| {_yes(t['committed'])} |"
+            )
+    return lines
 
 
 def write_report(document: dict[str, Any], directory: Path) -> list[Path]:

@@ -24,10 +24,12 @@ from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import TopicPartition
 from mirrorsim.compare.legacy_mm import LegacyMirrorMaker, LegacyMirrorMakerConfig
-from mirrorsim.compare.mm2 import MM2Config, MM2Replicator
+from mirrorsim.compare.mm2 import MM2Config, MM2Replicator, OffsetTranslation
+from mirrorsim.compare.mm2_records import Checkpoint
 from mirrorsim.compare.outcome import (
     ModeOutcome,
     PartitionOutcome,
+    TranslationOutcome,
     read_offsets_by_value,
     resume_offsets,
     topic_id,
@@ -48,6 +50,7 @@ POLL_S = 0.02
 class ComparisonSettings:
     workload: Workload = field(default_factory=Workload)
     offset_lag_max: int = 100
+    offset_translation: OffsetTranslation = "offset-sync"
     failback_records: int = 100
     timeout_s: float = 60.0
 
@@ -193,6 +196,7 @@ async def _mm2(
         target_bootstrap=destination.bootstrap,
         topics=settings.workload.topic,
         offset_lag_max=settings.offset_lag_max,
+        offset_translation=settings.offset_translation,
     )
     async with MM2Replicator(config) as mm2:
         outcome = ModeOutcome("MM2-style", mm2.remote_topic(settings.workload.topic))
@@ -200,10 +204,51 @@ async def _mm2(
         stats = await mm2.replicate_until_caught_up(settings.timeout_s)
         outcome.replicate_seconds = time.monotonic() - started
         failover_started = time.monotonic()
-        await mm2.emit_checkpoints()
+        translated = await mm2.emit_checkpoints()
         outcome.failover_seconds = time.monotonic() - failover_started
         outcome.records_copied = stats.records
-    return await _rebuild_failback(outcome, source, destination, settings)
+    await _rebuild_failback(outcome, source, destination, settings)
+    log_starts = [
+        _log(destination, outcome.target_topic, p).log_start_offset
+        for p in range(settings.workload.partitions)
+    ]
+    by_method = {"offset-sync": translated.checkpoints}
+    if settings.offset_translation == "timestamp":
+        by_method["timestamp"] = translated.committed_by_timestamp
+    outcome.translations = [
+        _translation_outcome(
+            method,
+            found,
+            outcome,
+            log_starts,
+            settings.workload.group,
+            committed=method == settings.offset_translation,
+        )
+        for method, found in by_method.items()
+    ]
+    return outcome
+
+
+def _translation_outcome(
+    method: str,
+    translated: list[Checkpoint],
+    outcome: ModeOutcome,
+    log_starts: list[int],
+    group: str,
+    *,
+    committed: bool,
+) -> TranslationOutcome:
+    """The group resumes at its translated offset, or at the log start without one."""
+    found = {c.partition: c.downstream_offset for c in translated if c.group == group}
+    resume = [found.get(p.partition, log_starts[p.partition]) for p in outcome.partitions]
+    expected = [p.expected_target_offset for p in outcome.partitions]
+    return TranslationOutcome(
+        method,
+        resume,
+        sum(max(0, e - r) for e, r in zip(expected, resume, strict=True)),
+        sum(max(0, r - e) for e, r in zip(expected, resume, strict=True)),
+        committed,
+    )
 
 
 async def _legacy(

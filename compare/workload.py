@@ -31,6 +31,9 @@ class Workload:
     group: str = "billing"
     consumed_per_partition: int = 437
     value_size: int = 100
+    records_per_timestamp: int = 10
+    """Consecutive records sharing one timestamp, as a fast producer writes several within
+    a millisecond: what a translation by timestamp re-reads at most."""
 
     @property
     def log_start_offset(self) -> int:
@@ -52,7 +55,12 @@ def workload_batches(workload: Workload, partition: int, now_ms: int) -> list[by
     for start in range(0, workload.records_per_partition, workload.records_per_batch):
         stop = min(start + workload.records_per_batch, workload.records_per_partition)
         records = [
-            Record(i - start, now_ms + i, f"key-{i % 97}".encode(), workload.value(partition, i))
+            Record(
+                i - start,
+                now_ms + i // workload.records_per_timestamp,
+                f"key-{i % 97}".encode(),
+                workload.value(partition, i),
+            )
             for i in range(start, stop)
         ]
         batches.append(build_batch(records, compression=Compression.LZ4).data)

@@ -39,6 +39,10 @@ CASES = {
     "compare records all trimmed": BadInput(
         ("mirrorsim", "compare", "--records", "100"), "'--records': 100 is not in the range"
     ),
+    "compare translation": BadInput(
+        ("mirrorsim", "compare", "--translation", "lsn"),
+        "'lsn' is not one of 'offset-sync', 'timestamp'",
+    ),
     "malformed drill yaml": BadInput(
         ("mirrorsim", "drill", "run", "{tmp}/bad.yaml"),
         "bad.yaml: mapping values are not allowed here at line 2",

@@ -24,14 +24,18 @@ async def test_three_modes_fail_over_as_each_design_predicts(tmp_path: Path) -> 
     assert 0 < mirroring.failback_bytes < mm2.failback_bytes
 
     # MM2 copies source 100.. to target 0.. (downstream = upstream - 100) and publishes a
-    # sync at upstream 100, 200, ..., 500. Five syncs fit the 64-entry cache whole, so
-    # committed 377 translates through 300 -> 200 to 201; the record the group has not
-    # consumed sits at target 277, so the group re-reads 277 - 201 = 76 records.
+    # sync at upstream 100, then each time the target is 101 records past the last one
+    # (201, 302, 403, 504), and 599 at the pass's offset commit. Six syncs fit the
+    # 64-entry cache whole, so committed 377 translates through 302 -> 202 to 203; the
+    # record the group has not consumed sits at target 277: 277 - 203 = 74 re-read.
     (p,) = mm2.partitions
     assert mm2.target_topic == "primary.orders"
-    assert (p.expected_target_offset, p.resume_offset) == (277, 201)
-    assert (mm2.reprocessed, mm2.skipped, mm2.missing_records) == (76, 0, 0)
+    assert (p.expected_target_offset, p.resume_offset) == (277, 203)
+    assert (mm2.reprocessed, mm2.skipped, mm2.missing_records) == (74, 0, 0)
     assert not mm2.offsets_preserved and not mm2.topic_id_preserved
+    assert [(t.method, t.resume_offsets, t.reprocessed, t.committed) for t in mm2.translations] == [
+        ("offset-sync", [203], 74, True)
+    ]
 
     # Legacy MM copies every record and no group offset: the group starts at the log start.
     (lp,) = legacy.partitions

@@ -28,60 +28,88 @@ SPEC_CACHE = [
     )
 ]  # fmt: skip
 
-# (source offset, actual target offset, translated target offset, re-read count)
+# (source offset, actual target offset, index of the closest cached sync, translated target
+# offset, re-read count)
 SPEC_ROWS = [
-    (1_000_000, 900_000, 900_000, 0),
-    (999_999, 899_999, 899_901, 98),
-    (999_890, 899_890, 899_701, 189),
-    (999_650, 899_650, 899_301, 349),
-    (999_200, 899_200, 898_501, 699),
-    (998_400, 898_400, 896_901, 1499),
-    (996_800, 896_800, 893_701, 3099),
-    (993_600, 893_600, 887_301, 6299),
-    (987_200, 887_200, 874_501, 12699),
-    (974_400, 874_400, 848_901, 25499),
-    (948_800, 848_800, 797_701, 51099),
-    (897_600, 797_600, 695_301, 102299),
-    (795_200, 695_200, 490_501, 204699),
-    (590_400, 490_400, 80_901, 409499),
+    (1_000_000, 900_000, 0, 900_000, 0),
+    (999_999, 899_999, 1, 899_901, 98),
+    (999_890, 899_890, 2, 899_701, 189),
+    (999_650, 899_650, 3, 899_301, 349),
+    (999_200, 899_200, 4, 898_501, 699),
+    (998_400, 898_400, 5, 896_901, 1499),
+    (996_800, 896_800, 6, 893_701, 3099),
+    (993_600, 893_600, 7, 887_301, 6299),
+    (987_200, 887_200, 8, 874_501, 12699),
+    (974_400, 874_400, 9, 848_901, 25499),
+    (948_800, 848_800, 10, 797_701, 51099),
+    (897_600, 797_600, 11, 695_301, 102299),
+    (795_200, 695_200, 12, 490_501, 204699),
+    (590_400, 490_400, 13, 80_901, 409499),
 ]
+SPEC_LAST_SYNC_AT_START = 180_900
+"""The spec's oldest entry: the latest sync in the offset-syncs topic when the checkpoint
+task started (invariant D keeps it in slot 63)."""
 
 
-@pytest.mark.parametrize(("source", "actual", "translated", "re_read"), SPEC_ROWS)
+def _feed(cache: OffsetSyncCache, first: int, last: int, step: int) -> None:
+    for upstream in range(first, last + 1, step):
+        cache.update(OffsetSync(upstream, upstream - 100_000))
+
+
+def _spec_003_store() -> OffsetSyncCache:
+    """Spec 003's scenario as Kafka runs it: MM2 copies source 100000.. to target 0.. with a
+    sync every 100 offsets; the checkpoint task starts without its previous checkpoints
+    (``OffsetSyncStore.start(true)``), reads the topic to the end while syncs up to
+    180900 are in it, then follows the syncs live up to 1000000."""
+    cache = OffsetSyncCache(initialization_must_read_to_end=True)
+    _feed(cache, 100_000, SPEC_LAST_SYNC_AT_START, 100)
+    cache.finish_initial_read()
+    _feed(cache, SPEC_LAST_SYNC_AT_START + 100, 1_000_000, 100)
+    return cache
+
+
+def test_spec_003_snapshot_is_kafkas_store_after_a_start_that_read_to_the_end() -> None:
+    assert _spec_003_store().syncs == tuple(SPEC_CACHE)
+
+
+@pytest.mark.parametrize(("source", "actual", "index", "translated", "re_read"), SPEC_ROWS)
 def test_spec_003_offset_sync_table(
-    source: int, actual: int, translated: int, re_read: int
+    source: int, actual: int, index: int, translated: int, re_read: int
 ) -> None:
-    """Spec 003's table, row by row. Its 999999 row prints 99 re-read records, but its own
-    columns give 899999 - 899901 = 98; every other row is actual minus translated too."""
-    assert translate_downstream(SPEC_CACHE, source, upstream_log_end=1_000_001) == translated
+    """Spec 003's table, row by row, through the store. Its 999999 row prints 99 re-read
+    records, but its own columns give 899999 - 899901 = 98; every other row is actual
+    minus translated as printed."""
+    syncs = _spec_003_store().syncs
+    assert next(s for s in syncs if s.upstream_offset <= source) == syncs[index]
+    assert syncs[index] == SPEC_CACHE[index]
+    assert translate_downstream(syncs, source, upstream_log_end=1_000_001) == translated
     assert actual - translated == re_read
 
 
 def test_spec_003_offset_not_mirrored_yet_is_untranslatable() -> None:
-    assert translate_downstream(SPEC_CACHE, 1_000_100, upstream_log_end=1_000_001) == -1
+    syncs = _spec_003_store().syncs
+    assert translate_downstream(syncs, 1_000_100, upstream_log_end=1_000_001) == -1
 
 
 def test_spec_003_cache_gaps_double() -> None:
-    """The spec's snapshot spaces its entries as widely as Kafka's invariant B allows when
-    counted in syncs: gap k is 2^k syncs of 100 offsets."""
     gaps = [a.upstream_offset - b.upstream_offset for a, b in itertools.pairwise(SPEC_CACHE)]
     assert gaps == [100 * 2**i for i in range(13)]
 
 
 def _store_after(first: int, last: int, step: int) -> OffsetSyncCache:
     cache = OffsetSyncCache()
-    for upstream in range(first, last + 1, step):
-        cache.update(OffsetSync(upstream, upstream - 100_000))
+    _feed(cache, first, last, step)
     return cache
 
 
-# What Kafka's store holds after spec 003's scenario (a sync every 100 offsets up to
-# 1,000,000), and each row's closest sync, translation and re-read count through it.
-KAFKA_STORE_003 = (
+# What the store holds when it took every sync of spec 003's scenario from the first one
+# (a checkpoint task that loaded its checkpoints, ``start(false)``, or ran since the first
+# sync): invariant D keeps sync 0, and the younger slots are spaced from it.
+KAFKA_STORE_FROM_FIRST_SYNC = (
     1_000_000, 999_900, 999_800, 999_600, 999_200, 998_400, 995_200,
     992_000, 985_600, 972_800, 921_600, 819_200, 614_400, 409_600, 0,
 )  # fmt: skip
-KAFKA_ROWS_003 = [  # (source offset, closest cached upstream, translated, re-read)
+KAFKA_ROWS_FROM_FIRST_SYNC = [  # (source offset, closest cached upstream, translated, re-read)
     (1_000_000, 1_000_000, 900_000, 0),
     (999_999, 999_900, 899_901, 98),
     (999_890, 999_800, 899_801, 89),
@@ -99,36 +127,46 @@ KAFKA_ROWS_003 = [  # (source offset, closest cached upstream, translated, re-re
 ]
 
 
-def test_spec_003_scenario_through_kafkas_store() -> None:
-    """Spec 003's scenario played through the store, not read off its snapshot.
-
-    Kafka's store keeps the syncs at 999800, 999600, 999200 and 998400, which the spec's
-    illustration spaces out; so every row re-reads at most what the spec's table says
-    (its gaps are the widest the invariants allow), and the consumer at 998400 re-reads
-    nothing instead of the illustration's 1499.
-    """
+def test_spec_003_scenario_from_the_first_sync_differs_after_two_rows() -> None:
+    """The table depends on where the store started: fed every sync from upstream 0, only
+    rows 1000000 and 999999 come out as printed."""
     cache = _store_after(0, 1_000_000, 100)
-    assert tuple(s.upstream_offset for s in cache.syncs) == KAFKA_STORE_003
-    spec_re_reads = {source: re_read for source, _, _, re_read in SPEC_ROWS}
-    for source, closest, translated, re_read in KAFKA_ROWS_003:
+    assert tuple(s.upstream_offset for s in cache.syncs) == KAFKA_STORE_FROM_FIRST_SYNC
+    spec = {source: translated for source, _, _, translated, _ in SPEC_ROWS}
+    for source, closest, translated, re_read in KAFKA_ROWS_FROM_FIRST_SYNC:
         at_or_before = [s for s in cache.syncs if s.upstream_offset <= source]
         assert at_or_before[0].upstream_offset == closest
         assert translate_downstream(cache.syncs, source, upstream_log_end=1_000_001) == translated
-        assert source - 100_000 - translated == re_read <= spec_re_reads[source]
-    assert translate_downstream(cache.syncs, 1_000_100, upstream_log_end=1_000_001) == -1
+        assert source - 100_000 - translated == re_read
+        assert (translated == spec[source]) == (source >= 999_999)
 
 
 def test_kafkas_own_sparse_translation_example() -> None:
-    """The distinct syncs Kafka's OffsetSyncStoreTest expects after syncs every 10 offsets
-    from 1000 (the last one read at startup) to 10000."""
-    cache = _store_after(1000, 10_000, 10)
+    """OffsetSyncStoreTest.testPastOffsetTranslation: syncs every 10 offsets from 0 to 1000
+    read at a start that must read to the end, then 1010 to 10000 live."""
+    cache = OffsetSyncCache(initialization_must_read_to_end=True)
+    _feed(cache, 0, 1000, 10)
+    assert [s.upstream_offset for s in cache.syncs] == [1000]
+    cache.finish_initial_read()
+    _feed(cache, 1010, 10_000, 10)
     assert [s.upstream_offset for s in cache.syncs] == [
         10_000, 9990, 9970, 9940, 9880, 9640, 9160, 8680, 6760, 4840, 1000
     ]  # fmt: skip
 
 
+def test_kafkas_sparse_translation_example_without_read_to_end() -> None:
+    """OffsetSyncStoreTest.testPastOffsetTranslationWithoutInitializationReadToEnd: the
+    same syncs (1000 read twice) at a start that need not read to the end keep sync 0."""
+    cache = OffsetSyncCache()
+    _feed(cache, 0, 1000, 10)
+    _feed(cache, 1000, 10_000, 10)
+    assert [s.upstream_offset for s in cache.syncs] == [
+        10_000, 9990, 9960, 9900, 9840, 9600, 9120, 8640, 7680, 3840, 0
+    ]  # fmt: skip
+
+
 def test_offset_older_than_every_sync_is_untranslatable() -> None:
-    assert translate_downstream(SPEC_CACHE, 180_899) == UNTRANSLATABLE
+    assert translate_downstream(_spec_003_store().syncs, 180_899) == UNTRANSLATABLE
 
 
 # Spec 003's timestamp table; letters are timestamps that grow with the offset (P oldest).
@@ -176,12 +214,24 @@ def test_spec_003_timestamp_translation_never_moves_a_group_backwards() -> None:
     assert translate_by_timestamp(LETTER_TS["G"], target, 600) is None
 
 
-def test_emitter_publishes_every_offset_lag_max_and_on_jumps() -> None:
+def test_emitter_publishes_once_offset_lag_max_is_exceeded_and_on_jumps() -> None:
+    """Kafka's OffsetSyncWriter: due once downstream - (last sync + 1) >= offset.lag.max,
+    so every 101 records of a contiguous copy at the default 100."""
     emitter = OffsetSyncEmitter(100)
     emitted = [u for u in range(100, 400) if emitter.update(u, u - 100)]
-    assert emitted == [100, 200, 300]
+    assert emitted == [100, 201, 302]
     assert emitter.update(450, 300) == OffsetSync(450, 300)
     assert emitter.update(451, 250) == OffsetSync(451, 250)
+
+
+def test_emitter_promotes_the_held_back_sync_at_commit() -> None:
+    emitter = OffsetSyncEmitter(100)
+    for upstream in range(100, 160):
+        emitter.update(upstream, upstream - 100)
+    assert emitter.promote_delayed() == OffsetSync(159, 59)
+    assert emitter.promote_delayed() is None
+    assert [u for u in range(160, 202) if emitter.update(u, u - 100)] == [201]
+    assert emitter.promote_delayed() is None
 
 
 def _fill(steps: list[int]) -> tuple[OffsetSyncCache, list[OffsetSync]]:
