@@ -28,6 +28,7 @@ from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceCluster
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.cluster import RequestSpec
+from mirrorsim.coordinator.broker_ports import LifecycleHost
 from mirrorsim.coordinator.mirror_cycles import cycle_error, mirrored_from_here
 from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS, source_client_id
 from mirrorsim.coordinator.source_pool import connection_settings
@@ -101,7 +102,7 @@ class MirrorListing:
 
 
 class MirrorLifecycle:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: LifecycleHost) -> None:
         self._broker = broker
 
     @property

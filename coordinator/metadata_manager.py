@@ -24,6 +24,7 @@ from typing import Any
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.cluster import ClusterClient
+from mirrorsim.coordinator.broker_ports import MetadataManagerHost
 from mirrorsim.coordinator.mirror_state_store import metadata_coordinator_partition, murmur2
 from mirrorsim.coordinator.periodic_jobs import PeriodicJob
 from mirrorsim.coordinator.source_deletions import SourceDeletionStopper
@@ -45,7 +46,7 @@ COMMIT_CONNECTIONS = 16
 class MirrorMetadataManager:
     def __init__(
         self,
-        broker: Any,
+        broker: MetadataManagerHost,
         *,
         record_error: Callable[[SyncError], None] = lambda kind: None,
         stopper: MirrorTopicStopper | None = None,

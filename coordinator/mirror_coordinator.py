@@ -25,7 +25,7 @@ Entry actions:
   transaction-safe offset at or below the LSO, persist the LME, bump the leader epoch in
   the metadata store above every epoch in the log, append MIRROR_PID_RESET at the new
   epoch, then STOP_COMPLETE; only then does the partition accept produce requests
-  (``ReplicaManager.stopped_mirror_partitions``: a mirror partition is writable only
+  (``ReplicaManager.open_stopped_mirror_partition``: a mirror partition is writable only
   while its leader holds it STOPPED, whatever the ``mirror.name`` suffix says);
 - FAILED: remove its fetcher.
 
@@ -56,6 +56,7 @@ from typing import Any
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.coordinator.broker_ports import MirrorCoordinatorHost
 from mirrorsim.coordinator.last_mirrored_epochs import LastMirroredEpochQueries
 from mirrorsim.coordinator.leader_epochs import LeaderEpochBumper
 from mirrorsim.coordinator.replica_truncation import (
@@ -128,7 +129,7 @@ class MirrorPartitionStatus:
 
 
 class MirrorCoordinator:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: MirrorCoordinatorHost) -> None:
         self._broker = broker
         self.state_topic = MirrorStateTopic(broker)
         self.states = MirrorStateClient(broker, self.state_topic)
@@ -334,7 +335,7 @@ class MirrorCoordinator:
     def _forget(self, key: Key) -> None:
         self.fetchers.remove_partition(key)
         self.partitions.pop(key, None)
-        self._broker.replica_manager.stopped_mirror_partitions.discard(key)
+        self._broker.replica_manager.close_mirror_partition(*key)
 
     def _update_write_gate(self, status: MirrorPartitionStatus) -> None:
         """Open the partition to clients exactly while it is STOPPED here. A new or
@@ -342,14 +343,14 @@ class MirrorCoordinator:
         stored STOPPING keeps it closed until the resumed sequence completes."""
         key = (status.key.topic, status.key.partition)
         if status.state is S.STOPPED:
-            self._broker.replica_manager.stopped_mirror_partitions.add(key)
+            self._broker.replica_manager.open_stopped_mirror_partition(*key)
         else:
-            self._broker.replica_manager.stopped_mirror_partitions.discard(key)
+            self._broker.replica_manager.close_mirror_partition(*key)
 
     async def _transition(self, status: MirrorPartitionStatus, event: MirrorEvent) -> None:
         new = next_state(status.state, event)
         key = (status.key.topic, status.key.partition)
-        self._broker.replica_manager.stopped_mirror_partitions.discard(key)
+        self._broker.replica_manager.close_mirror_partition(*key)
         await self.states.write(
             status.key.mirror, status.key.topic, {status.key.partition: StateUpdate(state=new)}
         )

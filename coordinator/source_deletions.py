@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from mirrorsim.broker.config import MIRROR_NAME, MIRROR_STOP_REASON
+from mirrorsim.coordinator.broker_ports import SourceDeletionsHost
 from mirrorsim.coordinator.state_machine import (
     REMOVED_SUFFIX,
     MirrorNameIntent,
@@ -42,7 +42,7 @@ def effective_mirror_name(configs: Mapping[str, str]) -> str | None:
 class SourceDeletionStopper:
     """The metadata sync's ``MirrorTopicStopper``: sets ``mirror.stop.reason``."""
 
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: SourceDeletionsHost) -> None:
         self._broker = broker
 
     async def stop_mirror_topic(self, mirror: str, topic: str, reason: StopReason) -> None:

@@ -20,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import raise_for_error
 from mirrorsim.coordinator.batching import KeyedBatcher
+from mirrorsim.coordinator.broker_ports import InterBrokerClientHost
 from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
 from mirrorsim.coordinator.state_machine import (
     NO_EPOCH,
@@ -39,7 +39,7 @@ from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 
 class MirrorStateClient:
-    def __init__(self, broker: Any, state_topic: MirrorStateTopic) -> None:
+    def __init__(self, broker: InterBrokerClientHost, state_topic: MirrorStateTopic) -> None:
         self._broker = broker
         self._topic = state_topic
         self._peers: ClusterClient | None = None

@@ -109,7 +109,7 @@ class ReplicaManager:
         self.fetch_sessions = FetchSessionCache(clock=clock)
         directory = data_dir if data_dir is not None else Path(log_manager.data_dir)
         self.producer_ids = ProducerIdAllocator(directory, broker_id)
-        self.stopped_mirror_partitions: set[tuple[str, int]] = set()
+        self._stopped_mirror_partitions: set[tuple[str, int]] = set()
         """Mirror partitions this leader's mirror coordinator found STOPPED: the only
         partitions of mirror topics that accept produce requests."""
         self.fetchers: ReplicaFetcherManager | None = None
@@ -203,6 +203,15 @@ class ReplicaManager:
 
     # -- produce ----------------------------------------------------------------------
 
+    def open_stopped_mirror_partition(self, topic: str, partition: int) -> None:
+        """The mirror coordinator holds the partition STOPPED: produce may write to it even
+        while its topic still names the mirror (``mirror.name`` ending in ``.removed``)."""
+        self._stopped_mirror_partitions.add((topic, partition))
+
+    def close_mirror_partition(self, topic: str, partition: int) -> None:
+        """The partition is not (or no longer) STOPPED here: a mirror topic refuses produce."""
+        self._stopped_mirror_partitions.discard((topic, partition))
+
     async def append_records(
         self, topic: str, partition: int, records: bytes, *, required_acks: int, timeout_ms: int
     ) -> AppendResult:
@@ -212,7 +221,7 @@ class ReplicaManager:
         target = self.partition(topic, partition)
         target.check_writable(
             required_acks,
-            mirror_partition_stopped=(topic, partition) in self.stopped_mirror_partitions,
+            mirror_partition_stopped=(topic, partition) in self._stopped_mirror_partitions,
         )
         now = self._clock()
         policy = TimestampPolicy.from_topic_config(target.state.configs)

@@ -1,22 +1,94 @@
 """A running broker provides every member of the ports its components are typed against.
 
-The coordinator's state topic and sync executor, the leader-epoch bump and the mirror
-management handlers name only Protocols, not the broker; nothing else checks that the
-broker the server wires still has what those Protocols list, so this asks a real one.
+The coordinator's components (``coordinator/broker_ports.py``, the state topic, the sync
+executor), the leader-epoch bump and the mirror management handlers name only Protocols,
+not the broker; nothing else checks that the broker the server wires still has what those
+Protocols list, with values of the declared classes, so this asks a real one. No module of
+``coordinator/`` may take the broker as ``Any`` again.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import typing
+from pathlib import Path
+
+import pytest
 from conftest import StartCluster
 
 from mirrorsim.broker.handlers.mirror_ports import MirrorLifecyclePort
 from mirrorsim.broker.metadata.leader_epochs import LeaderEpochHost, LeaderEpochStore
+from mirrorsim.coordinator import broker_ports
+from mirrorsim.coordinator.broker_ports import (
+    BrokerIdentity,
+    InterBrokerClientHost,
+    LifecycleHost,
+    MetadataManagerHost,
+    MirrorCoordinatorHost,
+    SourceDeletionsHost,
+)
+from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
+from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 from mirrorsim.coordinator.state_topic import (
     StateTopicCreator,
     StateTopicHost,
     StateTopicReplicas,
 )
 from mirrorsim.coordinator.sync_executor import SyncDestination
+
+PORTS = (
+    BrokerIdentity,
+    InterBrokerClientHost,
+    MirrorCoordinatorHost,
+    SourceDeletionsHost,
+    MetadataManagerHost,
+    LifecycleHost,
+)
+COORDINATOR = Path(broker_ports.__file__).parent
+DEFERRED = {"MirrorCoordinator": MirrorCoordinator, "MirrorMetadataManager": MirrorMetadataManager}
+"""Classes the ports name only for type checkers (importing them there would be a cycle)."""
+
+
+def declared_classes(port: type) -> dict[str, type]:
+    """Each property of ``port`` (and its bases) whose declared type is a concrete class."""
+    classes: dict[str, type] = {}
+    for base in reversed(port.__mro__):
+        for name, member in vars(base).items():
+            if isinstance(member, property) and member.fget is not None:
+                hint = typing.get_type_hints(member.fget, localns=DEFERRED).get("return")
+                if isinstance(hint, type) and not getattr(hint, "_is_protocol", False):
+                    classes[name] = hint
+    return classes
+
+
+@pytest.mark.parametrize("port", PORTS, ids=lambda port: port.__name__)
+async def test_a_started_broker_satisfies_the_port(start_cluster: StartCluster, port: type) -> None:
+    cluster = await start_cluster(brokers=1)
+    broker = cluster.brokers[0]
+    assert isinstance(broker, port)
+    for name, cls in declared_classes(port).items():
+        assert isinstance(getattr(broker, name), cls), f"{port.__name__}.{name}"
+
+
+def test_no_coordinator_module_takes_the_broker_as_any() -> None:
+    loose = []
+    for path in sorted(COORDINATOR.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.arg) and "broker" in node.arg:
+                annotation = ast.unparse(node.annotation) if node.annotation else "Any"
+                if annotation in ("Any", "object"):
+                    loose.append(f"{path.relative_to(COORDINATOR)}: {node.arg}: {annotation}")
+    assert loose == []
+
+
+def test_every_port_is_checked() -> None:
+    defined = {
+        obj
+        for _, obj in inspect.getmembers(broker_ports, inspect.isclass)
+        if obj.__module__ == broker_ports.__name__
+    }
+    assert defined == set(PORTS)
 
 
 async def test_a_running_broker_provides_every_port(start_cluster: StartCluster) -> None:

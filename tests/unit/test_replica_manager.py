@@ -192,7 +192,7 @@ async def test_read_only_mirror_topic_refuses_produce_until_removed_and_stopped(
     with pytest.raises(KafkaError) as err:
         await produce(manager, [b"a"])
     assert err.value.code == ErrorCode.READ_ONLY_TOPIC, "removed, but not STOPPED yet"
-    manager.stopped_mirror_partitions.add((TOPIC, 0))
+    manager.open_stopped_mirror_partition(TOPIC, 0)
     assert await produce(manager, [b"a"]) == 0
     await manager.apply_partition_state(state(0, configs={"mirror.name": "dr"}))
     with pytest.raises(KafkaError) as err:
