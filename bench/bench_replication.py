@@ -39,6 +39,7 @@ from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.drills.polling import wait_until
 
 RESULTS = Path(__file__).parent / "results"
 CONFIGS: dict[str, Any] = {
@@ -102,14 +103,6 @@ def partition_row(cluster: ProcessCluster, topic: str) -> PartitionAssignment:
         return store.topics([topic])[topic].partitions[0]
     finally:
         store.close()
-
-
-async def wait_until(predicate: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(what)
-        await asyncio.sleep(0.02)
 
 
 def first_ack_after(client: Producer, topic: str, timeout: float) -> float:

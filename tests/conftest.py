@@ -10,10 +10,7 @@
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +19,7 @@ import pytest
 from hypothesis import settings
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.drills.polling import DrillTimeout, wait_until
 
 POLL_INTERVAL_S = 0.01
 
@@ -42,17 +40,12 @@ async def wait_for(
     timeout: float = 5.0,
     message: str = "condition",
 ) -> Any:
-    """Poll until ``predicate()`` is truthy; its value is returned. Fails after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout}s waiting for {message}")
-        await asyncio.sleep(POLL_INTERVAL_S)
+    """Poll until ``predicate()`` is truthy; its value is returned. Fails the test after
+    ``timeout``; an error the predicate raises fails it at once."""
+    try:
+        return await wait_until(predicate, timeout, message, retry_on=(), interval=POLL_INTERVAL_S)
+    except DrillTimeout as timed_out:
+        pytest.fail(str(timed_out))
 
 
 class StartCluster(Protocol):

@@ -179,7 +179,9 @@ async def test_stop_answers_requests_already_received(start_cluster: Any) -> Non
         await raw.close()
 
 
-async def test_stop_ends_a_connection_whose_peer_stopped_reading(start_cluster: Any) -> None:
+async def test_stop_ends_a_connection_whose_peer_stopped_reading(
+    start_cluster: Any, wait_for: Any
+) -> None:
     """A client that pipelines requests and never reads fills the socket buffers, so the
     broker's unsent responses cannot drain; closing such a connection used to wait for
     them forever and the broker never stopped. It is aborted after a bounded wait."""
@@ -192,16 +194,15 @@ async def test_stop_ends_a_connection_whose_peer_stopped_reading(start_cluster: 
         transport = raw.writer.transport
         transport.pause_reading()
         broker = cluster.brokers[0]
-        await wait_until_blocked(broker)
+        await wait_until_blocked(broker, wait_for)
         await asyncio.wait_for(cluster.stop(), CLOSE_TIMEOUT_S + 20)
     finally:
         raw.writer.transport.abort()
 
 
-async def wait_until_blocked(broker: Any) -> None:
+async def wait_until_blocked(broker: Any, wait_for: Any) -> None:
     """Until the broker holds responses its peer's full socket will not take: more than
     the transport's high-water mark unsent."""
-    deadline = asyncio.get_running_loop().time() + 20
-    while broker.server.unsent_bytes <= 64 * 1024:
-        assert asyncio.get_running_loop().time() < deadline, "the write buffer never filled"
-        await asyncio.sleep(0.05)
+    await wait_for(
+        lambda: broker.server.unsent_bytes > 64 * 1024, timeout=20, message="a full write buffer"
+    )

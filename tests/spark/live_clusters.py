@@ -8,9 +8,7 @@ background thread, and the tests hand it coroutines with ``run``.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
-import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -18,6 +16,7 @@ from typing import Any, TypeVar
 from aiokafka import AIOKafkaProducer
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.drills.polling import wait_until as poll_until
 
 T = TypeVar("T")
 MIRROR = "verify-mirror"
@@ -103,13 +102,4 @@ async def produce(
 async def wait_until(condition: Callable[[], bool | Awaitable[bool]], what: str) -> None:
     """Poll ``condition`` (plain or async) on the clusters' loop until it holds; fail
     after a timeout."""
-    deadline = time.monotonic() + WAIT_TIMEOUT_S
-    while not await _holds(condition):
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {WAIT_TIMEOUT_S}s waiting for {what}")
-        await asyncio.sleep(POLL_INTERVAL_S)
-
-
-async def _holds(condition: Callable[[], bool | Awaitable[bool]]) -> bool:
-    result = condition()
-    return bool(await result) if inspect.isawaitable(result) else bool(result)
+    await poll_until(condition, WAIT_TIMEOUT_S, what, retry_on=(), interval=POLL_INTERVAL_S)

@@ -7,9 +7,8 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyspark
@@ -19,6 +18,7 @@ from pyspark.sql import SparkSession
 from spark_logs import make_batches, write_partition
 
 from mirrorsim.cli.cmd_verify import verify
+from mirrorsim.drills.polling import wait_until_blocking
 from mirrorsim.verify.session import prepare_environment
 
 pytestmark = pytest.mark.spark
@@ -184,14 +184,6 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def alive_workers(ui_port: int) -> int:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json", timeout=2) as response:
@@ -244,7 +236,7 @@ def standalone_master(tmp_path: Path) -> Iterator[str]:
             processes.append(
                 subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
             )
-        wait_until(lambda: alive_workers(master_ui) == 1, 90, "a worker to register")
+        wait_until_blocking(lambda: alive_workers(master_ui) == 1, 90, "a worker to register")
         yield url
     finally:
         for process in reversed(processes):
