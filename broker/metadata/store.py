@@ -11,6 +11,7 @@ without the lock-upgrade deadlocks that deferred transactions get.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -57,6 +58,7 @@ from mirrorsim.protocol.acl import (
 )
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+WAL_SWITCH_RETRY_S = 0.01
 CLUSTER_DEFAULT = ""
 """The ``broker`` key of cluster-wide dynamic broker configs (Kafka's default entity)."""
 
@@ -80,8 +82,8 @@ def _sqlite_engine(url: str) -> Engine:
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # let SQLAlchemy's "begin" event decide
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _enable_wal(cursor)
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
@@ -91,6 +93,27 @@ def _sqlite_engine(url: str) -> Engine:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
     return engine
+
+
+def _enable_wal(cursor: sqlite3.Cursor) -> None:
+    """Switch the database file to WAL (persistent: later openers find it set).
+
+    Switching needs an exclusive lock, and SQLite answers "database is locked" at once,
+    without its busy handler, when another connection opens the new file at that moment
+    (several brokers of one cluster starting together). The switch is retried until the
+    busy timeout, as a busy handler would.
+    """
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            mode = cursor.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_SWITCH_RETRY_S)
 
 
 def create_store_engine(url: str) -> Engine:

@@ -9,6 +9,7 @@ from typing import Any
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.server import Broker
 from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.drills.polling import wait_until
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch, iter_batches
@@ -31,9 +32,17 @@ async def create_topic(
     replicas: tuple[int, ...] = (1, 2, 3),
     configs: dict[str, str] | None = None,
 ) -> None:
-    await cluster.brokers[0].controller.create_topic(
-        name, assignments={0: replicas}, configs=configs or {}
+    """Create ``name`` with one partition on ``replicas``, once the creating broker sees
+    each of them alive: a manual assignment naming a broker whose session lapsed (a
+    heartbeat delayed on a loaded machine) is refused, as in Kafka."""
+    creator = cluster.brokers[0]
+    await wait_until(
+        lambda: set(replicas) <= {b.broker_id for b in creator.live_brokers()},
+        30,
+        f"brokers {replicas} alive",
+        retry_on=(),
     )
+    await creator.controller.create_topic(name, assignments={0: replicas}, configs=configs or {})
 
 
 def broker(cluster: ClusterRunner, broker_id: int) -> Broker:
