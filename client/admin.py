@@ -501,7 +501,6 @@ class Admin:
                             "partition_index": tp.partition,
                             "current_leader_epoch": -1,
                             "timestamp": ts,
-                            "max_num_offsets": 1,
                         },
                     ),
                     "timeout": self._timeout,

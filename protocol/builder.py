@@ -37,31 +37,43 @@ def build_request(api_key: int, version: int, fields: Mapping[str, Any]) -> Any:
 
 def build(cls: type, fields: Mapping[str, Any]) -> Any:
     """An instance of message ``cls`` from a description valid for any of its versions."""
-    return _build(cls, fields, _message_of(cls), ())
+    return _build(cls, fields, _message_of(cls), cls.__name__, ())
 
 
 def _build(
-    cls: type, fields: Mapping[str, Any], message: tuple[int, bool] | None, path: tuple[str, ...]
+    cls: type,
+    fields: Mapping[str, Any],
+    message: tuple[int, bool] | None,
+    root: str,
+    path: tuple[str, ...],
 ) -> Any:
-    known = (_names_in_any_version(message, path) if message is not None else None) or frozenset(
-        name for name, _, _ in _plan(cls)
-    )
-    if not known.issuperset(fields):
-        unknown = ", ".join(sorted(set(fields) - known))
-        where = ".".join((cls.__name__, *path)) if path else cls.__name__
+    """``root`` names the top-level class and ``path`` the field names down to ``cls``."""
+    if not _allowed_names(cls, message, path).issuperset(fields):
+        unknown = ", ".join(sorted(set(fields) - _allowed_names(cls, message, path)))
+        where = ".".join((root, *path))
         raise RequestBuildError(f"{where} has no field {unknown} in any version")
     kwargs: dict[str, Any] = {}
     for name, entity, required in _plan(cls):
         if name in fields:
             value = fields[name]
             kwargs[name] = (
-                value if entity is None else _convert(entity, value, message, (*path, name))
+                value if entity is None else _convert(entity, value, message, root, (*path, name))
             )
         elif required:
             raise RequestBuildError(
                 f"{cls.__name__} v{cls.__version__} needs field {name!r}"  # type: ignore[attr-defined]
             )
     return cls(**kwargs)
+
+
+@cache
+def _allowed_names(
+    cls: type, message: tuple[int, bool] | None, path: tuple[str, ...]
+) -> frozenset[str]:
+    """The names a description of ``cls`` at ``path`` may hold: those of any version of
+    its message there, or the class's own for a class outside the registry."""
+    across_versions = _names_in_any_version(message, path) if message else frozenset()
+    return across_versions or frozenset(name for name, _, _ in _plan(cls))
 
 
 def _message_of(cls: type) -> tuple[int, bool] | None:
@@ -107,14 +119,19 @@ def _plan(cls: type) -> tuple[tuple[str, type | None, bool], ...]:
 
 
 def _convert(
-    entity: type, value: Any, message: tuple[int, bool] | None, path: tuple[str, ...]
+    entity: type,
+    value: Any,
+    message: tuple[int, bool] | None,
+    root: str,
+    path: tuple[str, ...],
 ) -> Any:
     if value is None:
         return None
     if isinstance(value, Mapping):
-        return _build(entity, value, message, path)
+        return _build(entity, value, message, root, path)
     return tuple(
-        _build(entity, item, message, path) if isinstance(item, Mapping) else item for item in value
+        _build(entity, item, message, root, path) if isinstance(item, Mapping) else item
+        for item in value
     )
 
 

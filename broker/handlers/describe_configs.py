@@ -118,7 +118,6 @@ def _entry(value: ConfigValue, include_synonyms: bool) -> dict[str, Any]:
         "name": value.name,
         "value": None if definition.sensitive else value.value,
         "read_only": definition.read_only,
-        "is_default": value.is_default,
         "config_source": int(value.source),
         "is_sensitive": definition.sensitive,
         "synonyms": [

@@ -47,6 +47,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         coordinators = [await _coordinator(ctx, key, key_type) for key in body.coordinator_keys]
         return respond(body, {"throttle_time": NO_THROTTLE, "coordinators": coordinators})
     coordinator = await _coordinator(ctx, body.key, key_type)
+    coordinator.pop("key")  # versions before 4 answer one key, the one asked: not repeated
     return respond(body, {"throttle_time": NO_THROTTLE, **coordinator})
 
 

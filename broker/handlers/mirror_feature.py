@@ -14,7 +14,12 @@ import functools
 from typing import Any
 
 from mirrorsim.broker.handlers.base import Handler, RequestContext
-from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
+from mirrorsim.broker.handlers.response import (
+    NO_THROTTLE,
+    error_fields,
+    respond,
+    response_field_names,
+)
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import MIRROR_VERSION
 
@@ -41,18 +46,17 @@ def requires_mirroring(handler: Handler) -> Handler:
         refused = mirroring_disabled(ctx)
         if refused is None:
             return await handler(ctx, body)
-        return respond(
-            body,
-            {
-                "throttle_time": NO_THROTTLE,
-                **error_fields(refused),
-                "mirror_name": getattr(body, "mirror_name", ""),
-                "topics": [
-                    {"name": t.topic_name, "error_code": refused.code}
-                    for t in getattr(body, "topics", ())
-                ],
-                "mirrors": [],
-            },
-        )
+        refusal = {
+            "throttle_time": NO_THROTTLE,
+            **error_fields(refused),
+            "mirror_name": getattr(body, "mirror_name", ""),
+            "topics": [
+                {"name": t.topic_name, "error_code": refused.code}
+                for t in getattr(body, "topics", ())
+            ],
+            "mirrors": [],
+        }
+        has = response_field_names(body)
+        return respond(body, {name: value for name, value in refusal.items() if name in has})
 
     return gated

@@ -24,6 +24,15 @@ def respond(request: Any, fields: Mapping[str, Any]) -> Any:
     return build(cls, fields)
 
 
+def response_field_names(request: Any) -> frozenset[str]:
+    """The top-level fields of the response to ``request``, for the few answers written
+    once for several APIs (a refusal every mirror RPC gives the same way)."""
+    cls = response_class(int(request.__api_key__), int(request.__version__))
+    if cls is None:
+        raise LookupError(f"no response class for {type(request).__name__}")
+    return frozenset(cls.__dataclass_fields__)
+
+
 def error_fields(error: KafkaError | None) -> dict[str, Any]:
     if error is None:
         return {"error_code": ErrorCode.NONE, "error_message": None}

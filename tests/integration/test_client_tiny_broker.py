@@ -36,7 +36,8 @@ def response(api_key: int, version: int, fields: dict[str, Any]) -> Any:
     """A response body of the given version from a version-independent description."""
     cls = response_class(api_key, version)
     assert cls is not None, (api_key, version)
-    return build(cls, {"throttle_time": NO_THROTTLE, **_error_codes(fields)})
+    throttle = {"throttle_time": NO_THROTTLE} if "throttle_time" in cls.__dataclass_fields__ else {}
+    return build(cls, {**throttle, **_error_codes(fields)})
 
 
 def _error_codes(fields: dict[str, Any]) -> dict[str, Any]:

@@ -81,12 +81,13 @@ async def raised_code(call: Any) -> ErrorCode:
 
 def partition_request(api_key: int, version: int, partition: dict[str, Any]) -> RequestSpec:
     """ListOffsets and OffsetForLeaderEpoch for partition 0, sent as a consumer would."""
-    topic_key = "topic" if api_key == OFFSET_FOR_LEADER_EPOCH else "name"
+    epochs = api_key == OFFSET_FOR_LEADER_EPOCH
     fields = {
         "replica_id": -1,
-        "isolation_level": 0,
-        "topics": [{topic_key: TOPIC, "partitions": [partition]}],
+        "topics": [{"topic" if epochs else "name": TOPIC, "partitions": [partition]}],
     }
+    if not epochs:
+        fields["isolation_level"] = 0
     return RequestSpec(api_key, fields, versions=(version,))
 
 

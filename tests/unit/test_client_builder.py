@@ -70,3 +70,23 @@ def test_nested_lists_of_dicts_become_the_versions_nested_classes() -> None:
 def test_unknown_api_key_is_an_error() -> None:
     with pytest.raises(RequestBuildError):
         build_request(9999, 0, {})
+
+
+def test_a_name_no_version_has_is_an_error_at_the_top_and_when_nested() -> None:
+    with pytest.raises(RequestBuildError, match="has no field allow_auto_topic_creaton"):
+        build_request(METADATA, 12, {**ALL_METADATA_FIELDS, "allow_auto_topic_creaton": True})
+    nested = {**ALL_METADATA_FIELDS, "topics": [{"name": "orders", "topic_ids": None}]}
+    with pytest.raises(RequestBuildError, match=r"MetadataRequest\.topics has no field topic_ids"):
+        build_request(METADATA, 1, nested)
+
+
+def test_a_response_field_of_a_removed_version_is_an_error() -> None:
+    """ListOffsets v0's ``max_num_offsets`` is in no version the broker supports (1+)."""
+    partition = {"partition_index": 0, "timestamp": -1, "max_num_offsets": 1}
+    description = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [{"name": "orders", "partitions": [partition]}],
+    }
+    with pytest.raises(RequestBuildError, match="max_num_offsets"):
+        build_request(2, 1, description)
