@@ -39,6 +39,7 @@ from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.handlers.dispatcher import Dispatcher
 from mirrorsim.broker.log import LogManager
+from mirrorsim.broker.log.file_handles import FileHandles, raise_descriptor_limit
 from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
@@ -218,7 +219,15 @@ class Broker:
             live_broker_ids=lambda: [b.broker_id for b in self.live_brokers()],
             on_change=self.refresh_metadata,
         )
-        self.log_manager = LogManager(self.data_dir)
+        limit = raise_descriptor_limit()
+        log.info(
+            "broker %d: descriptor limit soft %d hard %d; segment files keep at most %d open",
+            self.broker_id,
+            limit.soft,
+            limit.hard,
+            limit.budget,
+        )
+        self.log_manager = LogManager(self.data_dir, handles=FileHandles(limit.budget))
         resources.callback(self.log_manager.close)
         self.replica_manager = ReplicaManager(
             broker_id=self.broker_id, log_manager=self.log_manager, clock=wall_clock_ms

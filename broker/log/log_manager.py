@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mirrorsim.broker.log.config import LogConfig
+from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_log import PartitionLog
 
 
@@ -28,10 +29,19 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
 
 
 class LogManager:
-    def __init__(self, data_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        handles: FileHandles | None = None,
+    ) -> None:
+        """``handles`` is the broker's descriptor budget shared by all its logs (sized from
+        the current ``RLIMIT_NOFILE`` when not given)."""
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._clock = clock
+        self.handles = handles or FileHandles.for_process_limit()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
 
     def on_disk_partitions(self) -> list[tuple[str, int]]:
@@ -57,6 +67,7 @@ class LogManager:
                 config,
                 topic_id=topic_id,
                 clock=self._clock,
+                handles=self.handles,
             )
             self._logs[key] = log
         return log
