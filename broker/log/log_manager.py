@@ -6,6 +6,7 @@ metadata store, not here); ``on_disk_partitions`` tells the broker what exists a
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 import uuid
@@ -15,6 +16,8 @@ from pathlib import Path
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_log import PartitionLog
+
+logger = logging.getLogger(__name__)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -86,6 +89,13 @@ class LogManager:
         return dict(self._logs)
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
+        """Close every log; one that cannot be closed (out of descriptors, disk error) is
+        reported in one line and left without its clean-shutdown marker, so the next
+        start recovers it from its segments, and the others still close."""
+        self.handles.close_idle()
+        for (topic, partition), log in self._logs.items():
+            try:
+                log.close()
+            except OSError as exc:
+                logger.warning("log %s-%d not closed cleanly: %s", topic, partition, exc)
         self._logs.clear()
