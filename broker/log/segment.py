@@ -216,14 +216,19 @@ class LogSegment:
         return segment
 
     def _load_indexes(self, max_entries: int) -> None:
-        offset_index = OffsetIndex.load(self.offset_index.path, self.base_offset, max_entries)
-        time_index = TimeIndex.load(self.time_index.path, self.base_offset, max_entries)
+        """Check the indexes' last entries against the log; their other entries are read
+        on first use (``OffsetIndex.open_lazily``)."""
+        offset_index = OffsetIndex.open_lazily(
+            self.offset_index.path, self.base_offset, max_entries
+        )
+        time_index = TimeIndex.open_lazily(self.time_index.path, self.base_offset, max_entries)
         last_offset, last_position = offset_index.last_entry
         if last_position > self.size:
             raise CorruptIndexError(f"{offset_index.path} points past the end of the log")
         self.offset_index, self.time_index = offset_index, time_index
-        for timestamp, offset in time_index.entries()[-1:]:
-            self.max_timestamp, self.offset_of_max_timestamp = timestamp, offset
+        last_time = time_index.last_entry
+        if last_time is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = last_time
         first = next(self.headers(), None)
         self.rolling_timestamp = first.max_timestamp if first else None
         self.next_offset = self.base_offset
