@@ -46,6 +46,13 @@ from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
 
+
+def storage_error(exc: OSError) -> KafkaError:
+    """An append that failed on the file system (out of descriptors, disk full): Kafka's
+    KAFKA_STORAGE_ERROR for the partition, so the client retries; the connection stays."""
+    return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+
+
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -244,6 +251,8 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.INVALID_RECORD, str(exc)) from exc
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         self._purgatory.notify((topic, partition))
         if required_acks == -1:
             await self._wait_for_isr(target, result.last_offset, timeout_ms)
@@ -356,6 +365,8 @@ class ReplicaManager:
             target.append_as_follower(batches, leader_high_watermark, leader_log_start_offset)
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         self._purgatory.notify((topic, partition))
 
     def _read_all(
@@ -479,6 +490,8 @@ class ReplicaManager:
             info = target.log.append_as_follower(batches, allow_gaps=True, crc_checked=True)
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
         self._purgatory.notify((topic, partition))
         return info
@@ -493,6 +506,8 @@ class ReplicaManager:
             )
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
         self._purgatory.notify((topic, partition))
         return info
