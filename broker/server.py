@@ -37,8 +37,9 @@ from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
 from mirrorsim.broker.group.ownership import ownership
-from mirrorsim.broker.handlers.dispatcher import Dispatcher
+from mirrorsim.broker.handlers.dispatcher import Dispatcher, preload_message_classes
 from mirrorsim.broker.log import LogManager
+from mirrorsim.broker.log.file_handles import FileHandles, raise_descriptor_limit
 from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
@@ -92,6 +93,7 @@ class Broker:
         self.snapshot = ClusterSnapshot()
         self._applied = ClusterSnapshot()
         """The snapshot whose partition states the replica manager holds."""
+        self._offline_reported = 0
         self.broker_epoch = -1
         """This incarnation's broker epoch, from its registration."""
         self._unfenced = False
@@ -171,6 +173,7 @@ class Broker:
             await self._resources.aclose()
             raise
         self._jobs += [
+            asyncio.create_task(asyncio.to_thread(preload_message_classes)),
             self._periodic(
                 "metadata refresh", "metadata.refresh.interval.ms", self.refresh_metadata
             ),
@@ -218,7 +221,15 @@ class Broker:
             live_broker_ids=lambda: [b.broker_id for b in self.live_brokers()],
             on_change=self.refresh_metadata,
         )
-        self.log_manager = LogManager(self.data_dir)
+        limit = raise_descriptor_limit()
+        log.info(
+            "broker %d: descriptor limit soft %d hard %d; segment files keep at most %d open",
+            self.broker_id,
+            limit.soft,
+            limit.hard,
+            limit.budget,
+        )
+        self.log_manager = LogManager(self.data_dir, handles=FileHandles(limit.budget))
         resources.callback(self.log_manager.close)
         self.replica_manager = ReplicaManager(
             broker_id=self.broker_id, log_manager=self.log_manager, clock=wall_clock_ms
@@ -402,7 +413,29 @@ class Broker:
             await self.replica_manager.remove_partition(topic, partition, delete=True)
         for state in changed:
             await self.replica_manager.apply_partition_state(state)
+        offline = self.replica_manager.offline_partitions()
+        if offline:
+            self._report_offline(offline)
+            return
+        self._offline_reported = 0
         self._applied = fresh
+
+    def _report_offline(self, offline: dict[tuple[str, int], str]) -> None:
+        """One line when the number of partitions whose log cannot be opened changes; the
+        diff is applied again at the next refresh, which opens them once it can."""
+        if len(offline) == self._offline_reported:
+            return
+        self._offline_reported = len(offline)
+        (topic, partition), reason = next(iter(offline.items()))
+        log.warning(
+            "broker %d: %d partitions offline (KAFKA_STORAGE_ERROR), e.g. %s-%d: %s; "
+            "retrying at each metadata refresh",
+            self.broker_id,
+            len(offline),
+            topic,
+            partition,
+            reason,
+        )
 
     async def _update_group_ownership(self) -> None:
         """Groups follow the live broker set (``mirrorsim.broker.group.ownership``)."""

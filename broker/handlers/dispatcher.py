@@ -12,6 +12,7 @@ its times (``RequestTimes``) once the connection reports the response sent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import Any
@@ -36,8 +37,24 @@ from mirrorsim.protocol.framing import (
     encode_response_buffers,
     peek_header,
 )
+from mirrorsim.protocol.registry import request_class, response_class
 
 log = logging.getLogger(__name__)
+
+
+def preload_message_classes() -> None:
+    """Import the request and response classes of every version this broker serves.
+
+    They are otherwise imported by the first request of each kind, and an import opens
+    files: a broker out of descriptors would fail that request and drop its connection.
+    One that cannot be imported now (out of descriptors already) is left to its first
+    request, as before.
+    """
+    for api_key, registration in HANDLERS.items():
+        for version in range(registration.min_version, registration.max_version + 1):
+            with contextlib.suppress(ImportError, OSError):
+                request_class(api_key, version)
+                response_class(api_key, version)
 
 
 class Dispatcher:

@@ -80,3 +80,10 @@ class NonContiguousAppendError(LogError):
     """A follower append that would overlap the log or leave a gap it was not allowed."""
 
     error_code = 2
+
+
+class StorageError(LogError):
+    """A log file could not be opened or written, e.g. the process is out of descriptors
+    (KAFKA_STORAGE_ERROR): the request fails, the log stays as it was."""
+
+    error_code = 56

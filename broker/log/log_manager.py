@@ -6,6 +6,7 @@ metadata store, not here); ``on_disk_partitions`` tells the broker what exists a
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 import uuid
@@ -13,7 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mirrorsim.broker.log.config import LogConfig
+from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_log import PartitionLog
+
+logger = logging.getLogger(__name__)
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -28,10 +32,19 @@ def parse_partition_dir_name(name: str) -> tuple[str, int] | None:
 
 
 class LogManager:
-    def __init__(self, data_dir: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        handles: FileHandles | None = None,
+    ) -> None:
+        """``handles`` is the broker's descriptor budget shared by all its logs (sized from
+        the current ``RLIMIT_NOFILE`` when not given)."""
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._clock = clock
+        self.handles = handles or FileHandles.for_process_limit()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
 
     def on_disk_partitions(self) -> list[tuple[str, int]]:
@@ -57,6 +70,7 @@ class LogManager:
                 config,
                 topic_id=topic_id,
                 clock=self._clock,
+                handles=self.handles,
             )
             self._logs[key] = log
         return log
@@ -75,6 +89,13 @@ class LogManager:
         return dict(self._logs)
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
+        """Close every log; one that cannot be closed (out of descriptors, disk error) is
+        reported in one line and left without its clean-shutdown marker, so the next
+        start recovers it from its segments, and the others still close."""
+        self.handles.close_idle()
+        for (topic, partition), log in self._logs.items():
+            try:
+                log.close()
+            except OSError as exc:
+                logger.warning("log %s-%d not closed cleanly: %s", topic, partition, exc)
         self._logs.clear()

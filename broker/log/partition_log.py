@@ -46,6 +46,7 @@ from mirrorsim.broker.log.errors import (
     RecordBatchTooLargeError,
     RecordTooLargeError,
 )
+from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_metadata import (
     InconsistentTopicIdError,
     read_partition_metadata,
@@ -64,6 +65,7 @@ from mirrorsim.broker.log.segment import (
     AppendItem,
     BatchHeader,
     LogSegment,
+    SegmentArgs,
 )
 from mirrorsim.broker.log.txn_index import AbortedTxn, CompletedAbort
 from mirrorsim.protocol.records import CorruptRecordError as CodecCorruptRecordError
@@ -94,8 +96,10 @@ class PartitionLog:
         config: LogConfig,
         topic_id: uuid.UUID | None,
         clock: Callable[[], float],
+        handles: FileHandles,
     ) -> None:
         self.dir = directory
+        self.handles = handles
         self.config = config
         self.topic_id = topic_id
         self._clock = clock
@@ -121,7 +125,10 @@ class PartitionLog:
         *,
         topic_id: uuid.UUID | None = None,
         clock: Callable[[], float] = time.time,
+        handles: FileHandles | None = None,
     ) -> PartitionLog:
+        """Open (or create) the log in ``dir``; its segment files take their descriptors
+        from ``handles``, the broker's budget (a log of its own when not given)."""
         directory = Path(dir)
         directory.mkdir(parents=True, exist_ok=True)
         stored_id = read_partition_metadata(directory)
@@ -131,7 +138,13 @@ class PartitionLog:
             )
         if topic_id is not None and stored_id is None:
             write_partition_metadata(directory, topic_id)
-        log = cls(directory, config, topic_id or stored_id, clock)
+        log = cls(
+            directory,
+            config,
+            topic_id or stored_id,
+            clock,
+            handles or FileHandles.for_process_limit(),
+        )
         log._load()
         return log
 
@@ -205,10 +218,11 @@ class PartitionLog:
                 segment = LogSegment.load(self.dir, base, **self._segment_args())
             self._add_segment(segment)
 
-    def _segment_args(self) -> dict[str, int]:
+    def _segment_args(self) -> SegmentArgs:
         return {
             "index_interval_bytes": self.config.index_interval_bytes,
             "max_index_entries": self.config.segment_index_bytes // 8,
+            "handles": self.handles,
         }
 
     def _add_segment(self, segment: LogSegment) -> None:
@@ -853,7 +867,7 @@ class PartitionLog:
         position = self.segments.index(old)
         self.segments[position] = old.swap_in(cleaned)
 
-    def segment_args(self) -> dict[str, int]:
+    def segment_args(self) -> SegmentArgs:
         return self._segment_args()
 
     # -- lifecycle -----------------------------------------------------------------------

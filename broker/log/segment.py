@@ -12,9 +12,11 @@ import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import crc32c
 
+from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.index import CorruptIndexError, OffsetIndex, TimeIndex
 from mirrorsim.broker.log.txn_index import TransactionIndex
 from mirrorsim.protocol.records.raw_batch import (
@@ -39,6 +41,14 @@ NO_TIMESTAMP = -1
 
 def segment_file(directory: Path, base_offset: int, suffix: str) -> Path:
     return directory / f"{base_offset:0{OFFSET_WIDTH}d}{suffix}"
+
+
+class SegmentArgs(TypedDict):
+    """What every segment of one log is opened with."""
+
+    index_interval_bytes: int
+    max_index_entries: int
+    handles: FileHandles
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +129,17 @@ class LogSegment:
         *,
         index_interval_bytes: int,
         max_index_entries: int,
+        handles: FileHandles,
         suffix: str = "",
     ) -> None:
         self.directory = directory
         self.base_offset = base_offset
         self.index_interval_bytes = index_interval_bytes
-        self.log_path = segment_file(directory, base_offset, ".log" + suffix)
-        self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
-        self.size = os.fstat(self._fd).st_size
+        self._file = handles.file(
+            segment_file(directory, base_offset, ".log" + suffix), create=True
+        )
+        with self._file as fd:
+            self.size = os.fstat(fd).st_size
         self.offset_index = OffsetIndex(
             segment_file(directory, base_offset, ".index" + suffix), base_offset, max_index_entries
         )
@@ -155,6 +168,7 @@ class LogSegment:
         *,
         index_interval_bytes: int,
         max_index_entries: int,
+        handles: FileHandles,
         suffix: str = "",
     ) -> LogSegment:
         """A new, empty segment with its ``.index`` and ``.timeindex`` on disk at once, as
@@ -164,10 +178,12 @@ class LogSegment:
             base_offset,
             index_interval_bytes=index_interval_bytes,
             max_index_entries=max_index_entries,
+            handles=handles,
             suffix=suffix,
         )
         if segment.size:
-            os.ftruncate(segment._fd, 0)
+            with segment._file as fd:
+                os.ftruncate(fd, 0)
             segment.size = 0
         segment.txn_index.delete()
         segment.offset_index.create_file()
@@ -176,7 +192,13 @@ class LogSegment:
 
     @classmethod
     def load(
-        cls, directory: Path, base_offset: int, *, index_interval_bytes: int, max_index_entries: int
+        cls,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        max_index_entries: int,
+        handles: FileHandles,
     ) -> LogSegment:
         """Open a segment trusting its indexes; rebuild them if they fail a sanity check."""
         segment = cls(
@@ -184,6 +206,7 @@ class LogSegment:
             base_offset,
             index_interval_bytes=index_interval_bytes,
             max_index_entries=max_index_entries,
+            handles=handles,
         )
         segment.txn_index = TransactionIndex.load(segment.txn_index.path)
         try:
@@ -193,14 +216,19 @@ class LogSegment:
         return segment
 
     def _load_indexes(self, max_entries: int) -> None:
-        offset_index = OffsetIndex.load(self.offset_index.path, self.base_offset, max_entries)
-        time_index = TimeIndex.load(self.time_index.path, self.base_offset, max_entries)
+        """Check the indexes' last entries against the log; their other entries are read
+        on first use (``OffsetIndex.open_lazily``)."""
+        offset_index = OffsetIndex.open_lazily(
+            self.offset_index.path, self.base_offset, max_entries
+        )
+        time_index = TimeIndex.open_lazily(self.time_index.path, self.base_offset, max_entries)
         last_offset, last_position = offset_index.last_entry
         if last_position > self.size:
             raise CorruptIndexError(f"{offset_index.path} points past the end of the log")
         self.offset_index, self.time_index = offset_index, time_index
-        for timestamp, offset in time_index.entries()[-1:]:
-            self.max_timestamp, self.offset_of_max_timestamp = timestamp, offset
+        last_time = time_index.last_entry
+        if last_time is not None:
+            self.max_timestamp, self.offset_of_max_timestamp = last_time
         first = next(self.headers(), None)
         self.rolling_timestamp = first.max_timestamp if first else None
         self.next_offset = self.base_offset
@@ -237,7 +265,8 @@ class LogSegment:
             position += batch.size
         truncated = self.size - position
         if truncated:
-            os.ftruncate(self._fd, position)
+            with self._file as fd:
+                os.ftruncate(fd, position)
             self.size = position
             self._translations.clear()
         # The aborts flushed before a crash stay; the log indexes the later ones again
@@ -248,7 +277,7 @@ class LogSegment:
         return truncated
 
     def _read_valid_batch(self, position: int, max_batch_size: int | None) -> RawBatch | None:
-        head = os.pread(self._fd, HEADER_SIZE, position)
+        head = self.read_at(position, HEADER_SIZE)
         if len(head) < HEADER_SIZE:
             return None
         base_offset, length, _epoch, magic, crc = struct.unpack_from(">qiibI", head)
@@ -261,7 +290,7 @@ class LogSegment:
             or (max_batch_size is not None and size > max_batch_size)
         ):
             return None
-        data = os.pread(self._fd, size, position)
+        data = self.read_at(position, size)
         if len(data) != size or crc32c.crc32c(memoryview(data)[CRC_START:]) != crc:
             return None
         batch = RawBatch.from_bytes(data)
@@ -278,11 +307,12 @@ class LogSegment:
         running values kept in locals: it runs once per batch on every append.
         """
         pieces = [piece for item in items for piece in item.pieces]
-        for start in range(0, len(pieces), _IOV_MAX):
-            chunk = pieces[start : start + _IOV_MAX]
-            written = os.writev(self._fd, chunk)
-            if written != sum(len(p) for p in chunk):
-                self._write_remainder(chunk, written)
+        with self._file as fd:
+            for start in range(0, len(pieces), _IOV_MAX):
+                chunk = pieces[start : start + _IOV_MAX]
+                written = os.writev(fd, chunk)
+                if written != sum(len(p) for p in chunk):
+                    _write_remainder(fd, chunk, written)
         if not items:
             return
         if self.rolling_timestamp is None:
@@ -304,11 +334,6 @@ class LogSegment:
         self.next_offset = items[-1].last_offset + 1
         self._bytes_since_index_entry = since_entry
         self.size = position
-
-    def _write_remainder(self, chunk: Sequence[bytes | memoryview], written: int) -> None:
-        rest = b"".join(bytes(p) for p in chunk)[written:]
-        while rest:
-            rest = rest[os.write(self._fd, rest) :]
 
     def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         if self.rolling_timestamp is None:
@@ -338,8 +363,17 @@ class LogSegment:
 
     # -- reading -------------------------------------------------------------------------
 
+    @property
+    def log_path(self) -> Path:
+        return self._file.path
+
+    @property
+    def has_open_handle(self) -> bool:
+        return self._file.is_open
+
     def read_at(self, position: int, size: int) -> bytes:
-        return os.pread(self._fd, size, position)
+        with self._file as fd:
+            return os.pread(fd, size, position)
 
     def headers(
         self,
@@ -353,7 +387,7 @@ class LogSegment:
         end = self.size if end_position is None else end_position
         position = start_position
         while position + HEADER_SIZE <= end:
-            chunk = os.pread(self._fd, min(read_size, end - position), position)
+            chunk = self.read_at(position, min(read_size, end - position))
             at = 0
             while at + HEADER_SIZE <= len(chunk):
                 header = parse_header(chunk, at, position + at)
@@ -431,7 +465,8 @@ class LogSegment:
             return 0
         position = first_removed.position
         removed = self.size - position
-        os.ftruncate(self._fd, position)
+        with self._file as fd:
+            os.ftruncate(fd, position)
         self.size = position
         self._translations.clear()
         self.offset_index.truncate_to_position(position)
@@ -458,10 +493,12 @@ class LogSegment:
         """The newest record timestamp, or the file's mtime when no batch carries one."""
         if self.max_timestamp != NO_TIMESTAMP:
             return self.max_timestamp
-        return int(os.fstat(self._fd).st_mtime * 1000)
+        with self._file as fd:
+            return int(os.fstat(fd).st_mtime * 1000)
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        with self._file as fd:
+            os.fsync(fd)
         self.flush_indexes(fsync=True)
 
     def flush_indexes(self, *, fsync: bool) -> None:
@@ -471,17 +508,13 @@ class LogSegment:
 
     def close(self) -> None:
         """Closing records the final max timestamp in the time index, as Kafka does."""
-        if self._fd >= 0:
-            if self.max_timestamp != NO_TIMESTAMP:
-                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-            self.flush_indexes(fsync=False)
-            os.close(self._fd)
-            self._fd = -1
+        if self.max_timestamp != NO_TIMESTAMP:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        self.flush_indexes(fsync=False)
+        self._file.close()
 
     def delete(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        self._file.close()
         for index in (self.offset_index, self.time_index, self.txn_index):
             index.delete()
         self.log_path.unlink(missing_ok=True)
@@ -496,14 +529,18 @@ class LogSegment:
         cleaned.flush()
         self.offset_index.delete()
         self.time_index.delete()
-        os.replace(cleaned.log_path, self.log_path)
-        cleaned.log_path = self.log_path
+        cleaned._file.rename(self.log_path)
         cleaned.offset_index.rename(self.offset_index.path)
         cleaned.time_index.rename(self.time_index.path)
         cleaned.txn_index = self.txn_index
-        os.close(self._fd)
-        self._fd = -1
+        self._file.close()
         return cleaned
+
+
+def _write_remainder(fd: int, chunk: Sequence[bytes | memoryview], written: int) -> None:
+    rest = b"".join(bytes(p) for p in chunk)[written:]
+    while rest:
+        rest = rest[os.write(fd, rest) :]
 
 
 def _whole_batches_end(data: bytes) -> tuple[int, int | None]:

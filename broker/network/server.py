@@ -2,12 +2,20 @@
 
 Shutdown is orderly, as in uvicorn: stop accepting, let every connection finish the
 requests it already read (bounded by a drain timeout), then close what is left.
+
+The accept loop is the broker's own rather than ``asyncio.start_server``'s: out of
+descriptors (EMFILE, ENFILE), asyncio logs a traceback for each of up to 100 queued
+connections and schedules as many restarts, which fire after the listener closed. Here a
+refused accept logs one line per episode, waits ``ACCEPT_RETRY_S`` and accepts again,
+while the open connections keep being served.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import socket
 import ssl
 
 from mirrorsim.broker.network.connection import (
@@ -19,6 +27,11 @@ from mirrorsim.broker.network.connection import (
 from mirrorsim.broker.network.listener_spec import ListenerSpec, SecurityProtocol
 
 log = logging.getLogger(__name__)
+
+ACCEPT_RETRY_S = 0.5
+"""How long a listener out of descriptors waits before accepting again."""
+LISTEN_BACKLOG = 100
+_OUT_OF_RESOURCES = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
 class KafkaServer:
@@ -40,15 +53,66 @@ class KafkaServer:
         self._ssl_context = ssl_context
         self._dispatch = dispatch
         self._limits = limits
-        self._server: asyncio.Server | None = None
+        self._sockets: list[socket.socket] = []
+        self._acceptors: list[asyncio.Task[None]] = []
+        self._handshakes: set[asyncio.Task[None]] = set()
         self._connections: dict[Connection, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(
-            self._accept, self.host, self.port, ssl=self._ssl_context
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        self._sockets = await _listening_sockets(self.host, self.port)
+        self.port = self._sockets[0].getsockname()[1]
+        self._acceptors = [asyncio.create_task(self._accept_loop(s)) for s in self._sockets]
         log.info("listener %s listening on %s:%d", self.listener.name, self.host, self.port)
+
+    async def _accept_loop(self, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        starved = False
+        while True:
+            try:
+                sock, _ = await loop.sock_accept(listening)
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:
+                if exc.errno not in _OUT_OF_RESOURCES:
+                    raise
+                if not starved:
+                    log.warning(
+                        "listener %s cannot accept connections (%s); retrying every %.1f s",
+                        self.listener.name,
+                        exc.strerror,
+                        ACCEPT_RETRY_S,
+                    )
+                starved = True
+                await asyncio.sleep(ACCEPT_RETRY_S)
+                continue
+            if starved:
+                log.info("listener %s accepts connections again", self.listener.name)
+                starved = False
+            task = asyncio.create_task(self._serve_accepted(sock))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _serve_accepted(self, sock: socket.socket) -> None:
+        """Wrap an accepted socket in streams (completing the TLS handshake) and serve it."""
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)
+        protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
+        try:
+            transport, _ = await loop.connect_accepted_socket(
+                lambda: protocol, sock, ssl=self._ssl_context
+            )
+        except (OSError, ssl.SSLError) as exc:
+            sock.close()
+            log.info(
+                "listener %s: connection failed before its first request: %s",
+                self.listener.name,
+                exc,
+            )
+            return
+        serving = asyncio.current_task()
+        if serving is not None:
+            self._handshakes.discard(serving)
+        await self._accept(reader, asyncio.StreamWriter(transport, protocol, reader, loop))
 
     @property
     def connection_count(self) -> int:
@@ -70,9 +134,14 @@ class KafkaServer:
             self._connections.pop(conn, None)
 
     async def stop(self, drain_timeout_s: float) -> None:
-        if self._server is None:
+        if not self._sockets:
             return
-        self._server.close()
+        for task in (*self._acceptors, *self._handshakes):
+            task.cancel()
+        await asyncio.gather(*self._acceptors, *self._handshakes, return_exceptions=True)
+        for listening in self._sockets:
+            listening.close()
+        self._sockets, self._acceptors = [], []
         connections = list(self._connections.items())
         if connections:
             await asyncio.gather(
@@ -83,5 +152,30 @@ class KafkaServer:
             for task in stuck:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
+
+
+async def _listening_sockets(host: str, port: int) -> list[socket.socket]:
+    """Listening sockets on every address ``host`` resolves to, as ``asyncio.start_server``
+    binds them, but on one port: an ephemeral port is chosen by the first bind."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(
+        host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(infos):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            if sockets[0] is not sock:
+                address = (address[0], sockets[0].getsockname()[1], *address[2:])
+            sock.bind(address)
+            sock.listen(LISTEN_BACKLOG)
+            sock.setblocking(False)
+    except OSError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return sockets

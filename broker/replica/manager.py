@@ -46,6 +46,13 @@ from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
 
+
+def storage_error(exc: OSError) -> KafkaError:
+    """An append that failed on the file system (out of descriptors, disk full): Kafka's
+    KAFKA_STORAGE_ERROR for the partition, so the client retries; the connection stays."""
+    return KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc))
+
+
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
@@ -103,6 +110,9 @@ class ReplicaManager:
         self._log_manager = log_manager
         self._clock = clock
         self._partitions: dict[tuple[str, int], Partition] = {}
+        self._offline: dict[tuple[str, int], str] = {}
+        """Partitions whose log could not be opened (out of descriptors, disk error), with
+        why: requests for them answer KAFKA_STORAGE_ERROR, as Kafka's offline partitions."""
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._purgatory = Purgatory()
         self._stopping = False
@@ -146,13 +156,19 @@ class ReplicaManager:
             # Opening a log creates its directory and files and fsyncs its metadata: on a
             # worker thread, so that a CreateTopics of thousands of partitions does not
             # stall every other request of this broker.
-            partition_log = await asyncio.to_thread(
-                self._log_manager.get_or_create,
-                state.topic,
-                state.partition,
-                LogConfig.from_topic_config(state.configs),
-                topic_id=state.topic_id,
-            )
+            try:
+                partition_log = await asyncio.to_thread(
+                    self._log_manager.get_or_create,
+                    state.topic,
+                    state.partition,
+                    LogConfig.from_topic_config(state.configs),
+                    topic_id=state.topic_id,
+                )
+            except OSError as exc:
+                self._offline[key] = str(exc)
+                self._log_manager.handles.close_idle()
+                return
+            self._offline.pop(key, None)
             partition = Partition(self.broker_id, state, partition_log, self._clock)
             self._partitions[key] = partition
             partition.apply_state(state)
@@ -171,6 +187,7 @@ class ReplicaManager:
     async def remove_partition(self, topic: str, partition: int, *, delete: bool = True) -> None:
         key = (topic, partition)
         removed = self._partitions.pop(key, None)
+        self._offline.pop(key, None)
         if self.fetchers is not None:
             self.fetchers.unfollow(topic, partition)
         if removed is not None and delete:
@@ -182,8 +199,15 @@ class ReplicaManager:
     def partition(self, topic: str, partition: int) -> Partition:
         found = self._partitions.get((topic, partition))
         if found is None:
+            reason = self._offline.get((topic, partition))
+            if reason is not None:
+                raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, reason)
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return found
+
+    def offline_partitions(self) -> dict[tuple[str, int], str]:
+        """The partitions whose log could not be opened, with why."""
+        return dict(self._offline)
 
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
@@ -236,6 +260,8 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.INVALID_RECORD, str(exc)) from exc
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         self._purgatory.notify((topic, partition))
         if required_acks == -1:
             await self._wait_for_isr(target, result.last_offset, timeout_ms)
@@ -348,6 +374,8 @@ class ReplicaManager:
             target.append_as_follower(batches, leader_high_watermark, leader_log_start_offset)
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         self._purgatory.notify((topic, partition))
 
     def _read_all(
@@ -471,6 +499,8 @@ class ReplicaManager:
             info = target.log.append_as_follower(batches, allow_gaps=True, crc_checked=True)
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
         self._purgatory.notify((topic, partition))
         return info
@@ -485,6 +515,8 @@ class ReplicaManager:
             )
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
+        except OSError as exc:
+            raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
         self._purgatory.notify((topic, partition))
         return info

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mirrorsim.broker.config import MIRROR_NAME
-from mirrorsim.broker.log.errors import OffsetOutOfRangeError
+from mirrorsim.broker.log.errors import OffsetOutOfRangeError, StorageError
 from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.replica.fetch_session import PartitionFetch
 from mirrorsim.broker.replica.partition_state import PartitionState
@@ -387,6 +387,8 @@ class Partition:
             )
         except OffsetOutOfRangeError as exc:
             raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, str(exc)) from exc
+        except StorageError as exc:
+            raise KafkaError(ErrorCode.KAFKA_STORAGE_ERROR, str(exc)) from exc
         aborted = None
         if isolation_level == READ_COMMITTED:
             aborted = tuple(
