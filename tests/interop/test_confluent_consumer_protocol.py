@@ -1,0 +1,213 @@
+"""confluent-kafka with `group.protocol=consumer` (KIP-848) against the broker: the broker
+assigns, members join and leave, rebalances are incremental, no partition is owned by two
+members at once, and committed offsets survive a broker restart.
+
+Each consumer polls in its own thread; its rebalance callbacks record what it owns in a
+shared `Ownership`, which flags a partition handed to a member while another still owns
+it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.interop
+TIMEOUT_S = 60.0
+PARTITIONS = 6
+RECORDS = 600
+RETRIES = 50
+RETRY_BACKOFF_S = 0.05
+CONFIGS = {"group.consumer.heartbeat.interval.ms": 500}
+
+
+class Ownership:
+    """Who owns which partition, as the members' own callbacks report it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.owned: dict[str, set[int]] = {}
+        self.violations: list[str] = []
+
+    def assign(self, name: str, partitions: list[int]) -> None:
+        with self._lock:
+            for p in partitions:
+                others = [n for n, owned in self.owned.items() if n != name and p in owned]
+                if others:
+                    self.violations.append(f"{p} given to {name} while owned by {others}")
+            self.owned.setdefault(name, set()).update(partitions)
+
+    def revoke(self, name: str, partitions: list[int]) -> None:
+        with self._lock:
+            self.owned.setdefault(name, set()).difference_update(partitions)
+
+    def snapshot(self) -> dict[str, frozenset[int]]:
+        with self._lock:
+            return {n: frozenset(owned) for n, owned in self.owned.items()}
+
+
+class Member:
+    """One consumer polling in a thread; every record is committed once processed."""
+
+    def __init__(
+        self, name: str, bootstrap: str, group: str, topic: str, ownership: Ownership
+    ) -> None:
+        self.name = name
+        self.records: list[tuple[int, int]] = []
+        self.errors: list[str] = []
+        self._ownership = ownership
+        self._stop = threading.Event()
+        self._consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "client.id": name,
+            }
+        )
+        self._consumer.subscribe(
+            [topic],
+            on_assign=lambda _c, tps: ownership.assign(name, [tp.partition for tp in tps]),
+            on_revoke=lambda _c, tps: ownership.revoke(name, [tp.partition for tp in tps]),
+            on_lost=lambda _c, tps: ownership.revoke(name, [tp.partition for tp in tps]),
+        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            message = self._consumer.poll(0.1)
+            if message is None:
+                continue
+            if message.error() is not None:
+                self.errors.append(str(message.error()))
+                continue
+            self.records.append((message.partition(), message.offset()))
+            self._commit(message)
+        self._consumer.close()
+        self._ownership.revoke(self.name, list(range(PARTITIONS)))
+
+    def _commit(self, message: Any) -> None:
+        """Commit at the member's epoch. A commit that crosses an epoch bump answers
+        STALE_MEMBER_EPOCH (as Kafka's does); librdkafka leaves the retry to the
+        application, which tries again once the next heartbeat has brought the new
+        epoch. A partition revoked meanwhile is committed by its next owner instead."""
+        for _ in range(RETRIES):
+            try:
+                self._consumer.commit(message=message, asynchronous=False)
+                return
+            except KafkaException as error:
+                if error.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                    raise
+                time.sleep(RETRY_BACKOFF_S)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(TIMEOUT_S)
+        assert not self._thread.is_alive(), f"{self.name} did not close"
+
+
+@pytest.fixture
+async def members() -> AsyncIterator[list[Member]]:
+    """Members still running when the test ends; closed off the event loop, which the
+    broker needs to answer their leave."""
+    started: list[Member] = []
+    yield started
+    for member in started:
+        await asyncio.to_thread(member.close)
+
+
+def _create_topic(bootstrap: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
+        future.result(timeout=TIMEOUT_S)
+
+
+def _produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(start, start + count):
+        producer.produce(topic, value=f"{i}".encode(), partition=i % PARTITIONS)
+    assert producer.flush(TIMEOUT_S) == 0
+
+
+def _covers_all_disjoint(owned: dict[str, frozenset[int]], names: list[str], each: int) -> bool:
+    sets = [owned.get(n, frozenset()) for n in names]
+    union = frozenset().union(*sets)
+    return (
+        union == frozenset(range(PARTITIONS))
+        and sum(len(s) for s in sets) == PARTITIONS
+        and all(len(s) == each for s in sets)
+    )
+
+
+def _committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    request = ConsumerGroupTopicPartitions(
+        group, [TopicPartition(topic, p) for p in range(PARTITIONS)]
+    )
+    (future,) = admin.list_consumer_group_offsets([request]).values()
+    return {tp.partition: tp.offset for tp in future.result(timeout=TIMEOUT_S).topic_partitions}
+
+
+async def test_server_side_assignment_rebalances_incrementally_and_resumes_after_restart(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    cluster = await start_cluster(configs=CONFIGS)
+    topic = group = "kip848-orders"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS)
+    ownership = Ownership()
+
+    def join(name: str) -> Member:
+        member = Member(name, cluster.bootstrap, group, topic, ownership)
+        members.append(member)
+        return member
+
+    first, second = join("first"), join("second")
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), ["first", "second"], 3),
+        timeout=TIMEOUT_S,
+        message="two members share the partitions",
+    )
+    third = join("third")
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), ["first", "second", "third"], 2),
+        timeout=TIMEOUT_S,
+        message="three members share the partitions",
+    )
+    await asyncio.to_thread(second.close)
+    members.remove(second)
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), ["first", "third"], 3),
+        timeout=TIMEOUT_S,
+        message="the two remaining members take over",
+    )
+    consumed = lambda: {r for m in (first, second, third) for r in m.records}  # noqa: E731
+    await wait_for(lambda: len(consumed()) == RECORDS, timeout=TIMEOUT_S, message="all consumed")
+    for member in (first, third):
+        await asyncio.to_thread(member.close)
+        members.remove(member)
+    assert ownership.violations == []
+    assert not any(m.errors for m in (first, second, third))
+    per_partition = RECORDS // PARTITIONS
+    expected = dict.fromkeys(range(PARTITIONS), per_partition)
+    assert await asyncio.to_thread(_committed, cluster.bootstrap, group, topic) == expected
+
+    broker = cluster.brokers[0]
+    await broker.stop()
+    await broker.start()
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, PARTITIONS, RECORDS)
+    resumed = join("resumed")
+    await wait_for(lambda: len(resumed.records) >= PARTITIONS, timeout=TIMEOUT_S, message="resumed")
+    assert sorted(resumed.records) == [(p, per_partition) for p in range(PARTITIONS)]
