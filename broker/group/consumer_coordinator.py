@@ -79,9 +79,9 @@ class ConsumerGroupCoordinator:
                 raise HeartbeatRejected(ErrorCode.UNKNOWN_MEMBER_ID, "Unknown member.")
             group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
         member, is_new = self._member(group, request)
-        if _update_subscription(member, request) or is_new:
+        subscription_changed = _update_subscription(member, request)
+        if self._refresh_subscription(group, topics) or subscription_changed or is_new:
             group.group_epoch += 1
-        self._refresh_subscription(group, topics)
         if group.assignment_epoch < group.group_epoch:
             self._assign(group, topics)
         before = member.assignment
@@ -193,11 +193,15 @@ class ConsumerGroupCoordinator:
             group.target = {}
             group.assignment_epoch = group.group_epoch
 
-    def _refresh_subscription(self, group: ConsumerGroup, topics: Mapping[str, TopicInfo]) -> None:
+    @staticmethod
+    def _refresh_subscription(group: ConsumerGroup, topics: Mapping[str, TopicInfo]) -> bool:
+        """Take the subscribed topics' current partition counts; True when they changed
+        (a topic created, deleted or grown, or a regex matching another topic)."""
         subscription = group.subscribed_topics(topics)
-        if subscription != group.subscription:
-            group.subscription = subscription
-            group.group_epoch += 1
+        if subscription == group.subscription:
+            return False
+        group.subscription = subscription
+        return True
 
     def _assign(self, group: ConsumerGroup, topics: Mapping[str, TopicInfo]) -> None:
         """The target assignment for the current group epoch."""
