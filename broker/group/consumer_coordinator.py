@@ -84,12 +84,15 @@ class ConsumerGroupCoordinator:
             group.group_epoch += 1
         if group.assignment_epoch < group.group_epoch:
             self._assign(group, topics)
+        held = group.held_by_others(member.member_id)
+        if self._clock.now_ms() < group.held_back_until_ms:
+            held |= group.target.get(member.member_id, frozenset())
         before = member.assignment
         member.assignment = reconcile(
             before,
             group.assignment_epoch,
             group.target.get(member.member_id, frozenset()),
-            group.held_by_others(member.member_id),
+            held,
             request.owned,
         )
         self._arm_revocation_expiry(group, member)
@@ -107,6 +110,11 @@ class ConsumerGroupCoordinator:
             self._config.consumer_heartbeat_interval_ms,
             member.assignment.assigned if full or changed else None,
         )
+
+    def create(self, group_id: str, held_back_until_ms: int) -> None:
+        """An empty consumer group; until `held_back_until_ms` its members are given no
+        partition (they wait UNRELEASED_PARTITIONS), see `GroupCoordinator`."""
+        self.groups[group_id] = ConsumerGroup(group_id, held_back_until_ms=held_back_until_ms)
 
     def _member(
         self, group: ConsumerGroup, request: ConsumerHeartbeat

@@ -74,6 +74,8 @@ class ConsumerGroup:
     subscription: dict[str, int] = field(default_factory=dict)
     """Partition count of every subscribed topic, as of the last group epoch bump."""
     dead: bool = False
+    held_back_until_ms: int = 0
+    """Before this time no partition is handed out (a group taken over after a restart)."""
 
     @property
     def state(self) -> ConsumerGroupState:

@@ -89,6 +89,9 @@ class GroupCoordinator:
         """Groups whose cached offsets were read since this broker became their coordinator."""
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._ownership_epoch = 0
+        self._taken_over_ms: dict[str, int] = {}
+        """When this broker took over each group listed from the store (start or a
+        live-set change): its previous coordinator's members may still own partitions."""
         self.consumer = ConsumerGroupCoordinator(clock=self._clock, config=self._config)
         """KIP-848 consumer groups; a group id names a classic group or a consumer group,
         never both, and both kinds share the committed offsets kept here."""
@@ -101,6 +104,7 @@ class GroupCoordinator:
                 self._offsets[group_id] = committed
                 self._ensure_group(group_id)
                 self._loaded.add(group_id)
+                self._taken_over_ms[group_id] = self._clock.now_ms()
 
     async def stop(self) -> None:
         """Cancel every timer and send NOT_COORDINATOR to parked requests, as Kafka does
@@ -139,6 +143,8 @@ class GroupCoordinator:
         for group_id in await self._store.load_all():
             if self._owns(group_id):
                 self._ensure_group(group_id)
+                if not previous(group_id):
+                    self._taken_over_ms[group_id] = self._clock.now_ms()
 
     def _ensure_group(self, group_id: str) -> None:
         """A group with committed offsets exists: as the consumer group it is, or else as
@@ -792,7 +798,19 @@ class GroupCoordinator:
             if request.member_epoch == JOIN_EPOCH:
                 classic.cancel_timers()
                 del self._groups[request.group_id]
+                self.consumer.create(request.group_id, self._held_back_until(request.group_id))
         return self.consumer.heartbeat(request, topics)
+
+    def _held_back_until(self, group_id: str) -> int:
+        """Membership is not persisted, so after a restart or a move the members of the
+        previous coordinator may still own partitions until their next heartbeat tells
+        them they are unknown. A group taken over from the store hands out no partition
+        until one session timeout after the takeover, by when every such member has either
+        heard so or expired."""
+        taken_over = self._taken_over_ms.pop(group_id, None)
+        if taken_over is None:
+            return 0
+        return taken_over + self._config.consumer_session_timeout_ms
 
     def describe_consumer_group(
         self, group_id: str, topics: Mapping[str, TopicInfo]

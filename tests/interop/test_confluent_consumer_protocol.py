@@ -25,7 +25,12 @@ PARTITIONS = 6
 RECORDS = 600
 RETRIES = 50
 RETRY_BACKOFF_S = 0.05
-CONFIGS = {"group.consumer.heartbeat.interval.ms": 500}
+RETRIABLE_COMMIT_ERRORS = (KafkaError.STALE_MEMBER_EPOCH, KafkaError.UNKNOWN_MEMBER_ID)
+SESSION_TIMEOUT_MS = 3000
+CONFIGS = {
+    "group.consumer.heartbeat.interval.ms": 500,
+    "group.consumer.session.timeout.ms": SESSION_TIMEOUT_MS,
+}
 
 
 class Ownership:
@@ -98,15 +103,16 @@ class Member:
 
     def _commit(self, message: Any) -> None:
         """Commit at the member's epoch. A commit that crosses an epoch bump answers
-        STALE_MEMBER_EPOCH (as Kafka's does); librdkafka leaves the retry to the
-        application, which tries again once the next heartbeat has brought the new
-        epoch. A partition revoked meanwhile is committed by its next owner instead."""
+        STALE_MEMBER_EPOCH (as Kafka's does), and one sent after a coordinator restart,
+        before the member has rejoined, UNKNOWN_MEMBER_ID; librdkafka leaves the retry to
+        the application, which tries again once a heartbeat has brought the new epoch. A
+        partition revoked meanwhile is committed by its next owner instead."""
         for _ in range(RETRIES):
             try:
                 self._consumer.commit(message=message, asynchronous=False)
                 return
             except KafkaException as error:
-                if error.args[0].code() != KafkaError.STALE_MEMBER_EPOCH:
+                if error.args[0].code() not in RETRIABLE_COMMIT_ERRORS:
                     raise
                 time.sleep(RETRY_BACKOFF_S)
 
@@ -211,3 +217,95 @@ async def test_server_side_assignment_rebalances_incrementally_and_resumes_after
     resumed = join("resumed")
     await wait_for(lambda: len(resumed.records) >= PARTITIONS, timeout=TIMEOUT_S, message="resumed")
     assert sorted(resumed.records) == [(p, per_partition) for p in range(PARTITIONS)]
+
+
+def _classic_join_error(bootstrap: str, group: str, topic: str) -> str:
+    """A classic consumer (JoinGroup) tries the group; the first error it reports."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "classic",
+            "auto.offset.reset": "earliest",
+        }
+    )
+    consumer.subscribe([topic])
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is not None:
+                return message.error().name()
+        return "no error"
+    finally:
+        consumer.close()
+
+
+async def test_admin_sees_the_group_type_members_and_assignments_and_classic_joins_are_refused(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    cluster = await start_cluster(configs=CONFIGS)
+    topic = group = "kip848-admin"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    ownership = Ownership()
+    for name in ("left", "right"):
+        members.append(Member(name, cluster.bootstrap, group, topic, ownership))
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), ["left", "right"], 3),
+        timeout=TIMEOUT_S,
+        message="both members assigned",
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    listed = await asyncio.to_thread(lambda: admin.list_consumer_groups().result(TIMEOUT_S))
+    (listing,) = [g for g in listed.valid if g.group_id == group]
+    assert listing.type.name == "CONSUMER"
+    assert listing.state.name == "STABLE"
+
+    def describe() -> Any:
+        (future,) = admin.describe_consumer_groups([group]).values()
+        return future.result(TIMEOUT_S)
+
+    described = await asyncio.to_thread(describe)
+    assert described.type.name == "CONSUMER"
+    assert described.partition_assignor == "uniform"
+    assert {m.client_id for m in described.members} == {"left", "right"}
+    assigned = [tp.partition for m in described.members for tp in m.assignment.topic_partitions]
+    assert sorted(assigned) == list(range(PARTITIONS))
+    assert await asyncio.to_thread(_classic_join_error, cluster.bootstrap, group, topic) == (
+        "INCONSISTENT_GROUP_PROTOCOL"
+    )
+
+
+async def test_members_rejoin_after_a_coordinator_restart_and_keep_consuming(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    """Membership is not kept across a restart: the members' heartbeats are answered
+    UNKNOWN_MEMBER_ID, they rejoin with epoch 0 and go on from the committed offsets."""
+    cluster = await start_cluster(configs=CONFIGS)
+    topic = group = "kip848-restart"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS)
+    ownership = Ownership()
+    for name in ("one", "two"):
+        members.append(Member(name, cluster.bootstrap, group, topic, ownership))
+    consumed = lambda: {r for m in members for r in m.records}  # noqa: E731
+    await wait_for(lambda: len(consumed()) == RECORDS, timeout=TIMEOUT_S, message="first half")
+    broker = cluster.brokers[0]
+    await broker.stop()
+    await broker.start()
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS, RECORDS)
+    await wait_for(lambda: len(consumed()) == 2 * RECORDS, timeout=TIMEOUT_S, message="second half")
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), ["one", "two"], 3),
+        timeout=TIMEOUT_S,
+        message="both members assigned again",
+    )
+    assert ownership.violations == []
+    per_partition = 2 * RECORDS // PARTITIONS
+    expected = dict.fromkeys(range(PARTITIONS), per_partition)
+
+    async def all_committed() -> bool:
+        committed = await asyncio.to_thread(_committed, cluster.bootstrap, group, topic)
+        return committed == expected
+
+    await wait_for(all_committed, timeout=TIMEOUT_S, message="everything committed")

@@ -201,3 +201,18 @@ async def test_an_unknown_server_assignor_is_refused() -> None:
         TOPICS,
     )
     assert result.error is ErrorCode.UNSUPPORTED_ASSIGNOR
+
+
+async def test_a_group_taken_over_from_the_store_hands_out_nothing_for_a_session_timeout() -> None:
+    store = InMemoryOffsetStore()
+    await store.commit("g", _offset(3))
+    clock = ManualClock()
+    coordinator = GroupCoordinator(offset_store=store, clock=clock)
+    await coordinator.start()
+    joined = _join(coordinator, "a")
+    assert joined.error is ErrorCode.NONE and joined.assignment == frozenset()
+    clock.advance(44_000)
+    assert _beat(coordinator, "a", joined.member_epoch).assignment is None
+    clock.advance(1_000)
+    later = _beat(coordinator, "a", joined.member_epoch)
+    assert later.assignment == {TopicPartition("orders", p) for p in range(4)}
