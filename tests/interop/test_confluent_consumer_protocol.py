@@ -16,8 +16,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from mirrorsim.cli.main import cli
 
 pytestmark = pytest.mark.interop
 TIMEOUT_S = 60.0
@@ -274,6 +277,30 @@ async def test_admin_sees_the_group_type_members_and_assignments_and_classic_joi
     assert await asyncio.to_thread(_classic_join_error, cluster.bootstrap, group, topic) == (
         "INCONSISTENT_GROUP_PROTOCOL"
     )
+
+    listed_cli = await _groups_cli(cluster.bootstrap, "--list")
+    assert listed_cli.exit_code == 0, listed_cli.output
+    (line,) = [row for row in listed_cli.output.splitlines() if row.startswith(group)]
+    assert line.split() == [group, "consumer", "Stable", "consumer"]
+    described_cli = await _groups_cli(cluster.bootstrap, "--describe", "--group", group)
+    assert described_cli.exit_code == 0, described_cli.output
+    rows = described_cli.output.splitlines()
+    assert rows[1].split()[:3] == [group, "consumer", "Stable"]
+    assert rows[1].split()[-1] == "uniform"
+    member_rows = {row.split()[1]: row.split() for row in rows[4:] if row.strip()}
+    assert set(member_rows) == {"left", "right"}
+    cli_partitions = sorted(
+        int(p) for row in member_rows.values() for p in row[4].removeprefix(f"{topic}:").split(",")
+    )
+    assert cli_partitions == list(range(PARTITIONS))
+    missing = await _groups_cli(cluster.bootstrap, "--describe", "--group", "nobody")
+    assert missing.exit_code == 1
+    assert missing.output.strip() == "Error: Consumer group 'nobody' does not exist."
+
+
+async def _groups_cli(bootstrap: str, *args: str) -> Any:
+    argv = ["groups", "--bootstrap-server", bootstrap, *args]
+    return await asyncio.to_thread(CliRunner().invoke, cli, argv)
 
 
 async def test_members_rejoin_after_a_coordinator_restart_and_keep_consuming(
