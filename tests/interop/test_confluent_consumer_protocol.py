@@ -336,3 +336,33 @@ async def test_members_rejoin_after_a_coordinator_restart_and_keep_consuming(
         return committed == expected
 
     await wait_for(all_committed, timeout=TIMEOUT_S, message="everything committed")
+
+
+async def test_a_regex_subscription_is_resolved_by_the_broker_and_takes_up_new_topics(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    """librdkafka sends a `^` subscription as SubscribedTopicRegex (v1); the broker
+    matches it and assigns a topic created after the member joined."""
+    cluster = await start_cluster(configs=CONFIGS)
+    group = "kip848-regex"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, "metrics-a")
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, "logs")
+    await asyncio.to_thread(_produce, cluster.bootstrap, "metrics-a", PARTITIONS)
+    ownership = Ownership()
+    member = Member("watcher", cluster.bootstrap, group, "^metrics-.*", ownership)
+    members.append(member)
+    await wait_for(lambda: len(member.records) == PARTITIONS, timeout=TIMEOUT_S, message="a")
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, "metrics-b")
+    await asyncio.to_thread(_produce, cluster.bootstrap, "metrics-b", PARTITIONS)
+    await wait_for(
+        lambda: len(member.records) == 2 * PARTITIONS, timeout=TIMEOUT_S, message="metrics-b"
+    )
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+
+    def describe() -> Any:
+        (future,) = admin.describe_consumer_groups([group]).values()
+        return future.result(TIMEOUT_S)
+
+    (described,) = (await asyncio.to_thread(describe)).members
+    topics = {tp.topic for tp in described.assignment.topic_partitions}
+    assert topics == {"metrics-a", "metrics-b"}

@@ -216,3 +216,54 @@ async def test_a_group_taken_over_from_the_store_hands_out_nothing_for_a_session
     clock.advance(1_000)
     later = _beat(coordinator, "a", joined.member_epoch)
     assert later.assignment == {TopicPartition("orders", p) for p in range(4)}
+
+
+async def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed() -> None:
+    clock = ManualClock()
+    coordinator = _coordinator(clock)
+    a = _join(coordinator, "a")
+    b = _join(coordinator, "b")
+    everything = a.assignment
+    assert everything is not None
+    asked = coordinator.consumer_group_heartbeat(
+        ConsumerHeartbeat(
+            group_id="g", member_id="a", member_epoch=a.member_epoch, owned=everything
+        ),
+        TOPICS,
+    )
+    assert asked.assignment is not None and asked.assignment < everything  # revoke the rest
+    clock.advance(20_000)
+    still = coordinator.consumer_group_heartbeat(
+        ConsumerHeartbeat(
+            group_id="g", member_id="a", member_epoch=a.member_epoch, owned=everything
+        ),
+        TOPICS,
+    )
+    assert still.error is ErrorCode.NONE and still.member_epoch == a.member_epoch
+    clock.advance(10_001)  # the 30 s rebalance timeout from the revocation request is over
+    assert "a" not in coordinator.consumer.groups["g"].members
+    assert _beat(coordinator, "b", b.member_epoch).assignment == everything
+
+
+async def test_members_naming_the_range_assignor_get_contiguous_ranges() -> None:
+    coordinator = _coordinator()
+    for member_id in ("a", "b"):
+        result = coordinator.consumer_group_heartbeat(
+            ConsumerHeartbeat(
+                group_id="g",
+                member_id=member_id,
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=("orders",),
+                server_assignor="range",
+                owned=frozenset(),
+            ),
+            TOPICS,
+        )
+        assert result.error is ErrorCode.NONE
+    group = coordinator.consumer.groups["g"]
+    assert group.assignor_name == "range"
+    assert group.target == {
+        "a": {TopicPartition("orders", 0), TopicPartition("orders", 1)},
+        "b": {TopicPartition("orders", 2), TopicPartition("orders", 3)},
+    }
