@@ -43,6 +43,9 @@ from mirrorsim.broker.group.consumer_states import (
 )
 from mirrorsim.protocol.errors import ErrorCode
 
+MIN_MEMBER_OFFSET_COMMIT_VERSION = 9
+"""The first OffsetCommit version that carries a member epoch (KIP-848)."""
+
 
 class HeartbeatRejected(Exception):
     def __init__(self, error: ErrorCode, message: str) -> None:
@@ -259,13 +262,20 @@ class ConsumerGroupCoordinator:
 
     # Offsets
 
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
+    def validate_offset_commit(
+        self, group_id: str, member_id: str, member_epoch: int, api_version: int | None
+    ) -> ErrorCode:
         """Kafka's ConsumerGroup.validateOffsetCommit: without a member epoch (admin, or a
         consumer without group management) only while the group has no members; else the
-        member must exist and commit at its current epoch."""
+        member must exist, use OffsetCommit v9+ (`api_version`; None for a transactional
+        commit, which any version may send) and commit at its current epoch."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE
+        if member_id not in group.members:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if api_version is not None and api_version < MIN_MEMBER_OFFSET_COMMIT_VERSION:
+            return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(group, member_id, member_epoch)
 
     def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:

@@ -623,10 +623,14 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: Mapping[TopicPartition, CommittedOffset],
+        api_version: int | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
         """Generation -1 with no member id is a simple commit: allowed only while the
-        group has no members (kcat, kafka-python without group management)."""
-        error = self._validate_commit(group_id, generation_id, member_id, group_instance_id)
+        group has no members (kcat, kafka-python without group management). A member of a
+        consumer group must commit with OffsetCommit v9 or later (`api_version`)."""
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id, api_version
+        )
         if error is not ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
         self._ensure_group(group_id)
@@ -673,12 +677,19 @@ class GroupCoordinator:
         self._ensure_group(group_id)
 
     def _validate_commit(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int | None = None,
     ) -> ErrorCode:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
         if group_id in self.consumer.groups:
-            return self.consumer.validate_offset_commit(group_id, member_id, generation_id)
+            return self.consumer.validate_offset_commit(
+                group_id, member_id, generation_id, api_version
+            )
         group = self._groups.get(group_id)
         is_member_commit = generation_id >= 0 or bool(member_id) or group_instance_id is not None
         if group is None:

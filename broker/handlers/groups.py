@@ -237,6 +237,7 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
             body.member_id,
             getattr(body, "group_instance_id", None),
             {tp: o for tp, o in offsets.items() if tp.topic not in denied and tp not in unknown},
+            api_version=_version(body),
         )
     )
     if error is ErrorCode.NONE:

@@ -267,3 +267,38 @@ async def test_members_naming_the_range_assignor_get_contiguous_ranges() -> None
         "a": {TopicPartition("orders", 0), TopicPartition("orders", 1)},
         "b": {TopicPartition("orders", 2), TopicPartition("orders", 3)},
     }
+
+
+async def test_a_member_commit_below_offset_commit_v9_is_unsupported() -> None:
+    coordinator = _coordinator()
+    joined = _join(coordinator, "a")
+    old = await coordinator.commit_offsets("g", joined.member_epoch, "a", None, _offset(1), 8)
+    assert set(old.values()) == {ErrorCode.UNSUPPORTED_VERSION}
+    new = await coordinator.commit_offsets("g", joined.member_epoch, "a", None, _offset(1), 9)
+    assert set(new.values()) == {ErrorCode.NONE}
+
+
+async def test_an_empty_consumer_group_can_be_deleted_and_its_unsubscribed_offsets_dropped() -> (
+    None
+):
+    coordinator = _coordinator()
+    joined = _join(coordinator, "a")
+    await coordinator.commit_offsets("g", joined.member_epoch, "a", None, _offset(4))
+    other = {TopicPartition("gone", 0): CommittedOffset(committed_offset=1)}
+    await coordinator.commit_offsets("g", joined.member_epoch, "a", None, other)
+    error, results = await coordinator.delete_offsets(
+        "g", [TopicPartition("orders", 0), TopicPartition("gone", 0)]
+    )
+    assert error is ErrorCode.NONE
+    assert results == {
+        TopicPartition("orders", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC,
+        TopicPartition("gone", 0): ErrorCode.NONE,
+    }
+    assert set(coordinator.fetch_offsets("g", None)) == {TopicPartition("orders", 0)}
+    left = coordinator.consumer_group_heartbeat(
+        ConsumerHeartbeat(group_id="g", member_id="a", member_epoch=-1), TOPICS
+    )
+    assert left.error is ErrorCode.NONE and left.member_epoch == -1
+    assert coordinator.list_groups(types=["consumer"])[0].state == "Empty"
+    assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.NONE}
+    assert coordinator.group_type("g") is None and coordinator.fetch_offsets("g", None) == {}
