@@ -19,6 +19,7 @@ on the broker's metadata view.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 
@@ -152,8 +153,8 @@ class ConsumerGroupCoordinator:
                     )
                 old.cancel_timers()
                 member = group.replace_static(old, request.member_id)
-                member.assignment = MemberAssignment(
-                    epoch=old.assignment.previous_epoch, assigned=old.assignment.assigned
+                member.assignment = dataclasses.replace(
+                    old.assignment, epoch=old.assignment.previous_epoch
                 )
                 return member, False
         member = group.members.get(request.member_id)
@@ -185,11 +186,10 @@ class ConsumerGroupCoordinator:
             if member.revocation_expiry is not None:
                 member.revocation_expiry.cancel()
                 member.revocation_expiry = None
-            member.assignment = MemberAssignment(
-                MemberState.STABLE,
-                STATIC_LEAVE_EPOCH,
-                member.assignment.epoch,
-                member.assignment.held,
+            member.assignment = dataclasses.replace(
+                member.assignment,
+                epoch=STATIC_LEAVE_EPOCH,
+                previous_epoch=member.assignment.epoch,
             )
             self._arm_session_expiry(group, member)
         else:

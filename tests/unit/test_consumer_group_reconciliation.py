@@ -24,6 +24,8 @@ from mirrorsim.protocol.errors import ErrorCode
 
 GROUP = "g"
 NAMES = [f"m{i}" for i in range(5)]
+STATIC = {"m0": "pod-0", "m1": "pod-1"}
+"""Clients with an instance id: they may leave for now (epoch -2) and come back."""
 SESSION_MS = 45_000
 
 
@@ -61,6 +63,8 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self.topics = {"t": TopicInfo(uuid.uuid4(), 4), "u": TopicInfo(uuid.uuid4(), 3)}
         self.clients: dict[str, tuple[str, int, frozenset[TopicPartition]]] = {}
         """Name to (member id, epoch, owned) as each simulated client sees it."""
+        self.away: set[str] = set()
+        """Static clients that left for now (epoch -2) and have not come back."""
 
     def _send(self, name: str, epoch: int, owned: frozenset[TopicPartition] | None) -> None:
         member_id = self.clients[name][0] if name in self.clients else str(uuid.uuid4())
@@ -69,6 +73,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
                 group_id=GROUP,
                 member_id=member_id,
                 member_epoch=epoch,
+                instance_id=STATIC.get(name),
                 rebalance_timeout_ms=60_000,
                 subscribed_topic_names=("t", "u") if epoch == 0 else None,
                 owned=owned,
@@ -102,6 +107,23 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
         self._send(name, -1, None)
         self.clients.pop(name, None)
 
+    @precondition(lambda self: any(name in self.clients for name in STATIC))
+    @rule(data=st.data())
+    def leave_for_now(self, data: st.DataObject) -> None:
+        """A static client shuts down (epoch -2): its partitions wait for its successor."""
+        name = data.draw(st.sampled_from(sorted(n for n in STATIC if n in self.clients)))
+        self._send(name, -2, None)
+        self.clients.pop(name, None)
+        self.away.add(name)
+
+    @precondition(lambda self: self.away)
+    @rule(data=st.data())
+    def come_back(self, data: st.DataObject) -> None:
+        """The static client restarts under a new member id and takes its place back."""
+        name = data.draw(st.sampled_from(sorted(self.away)))
+        self.away.discard(name)
+        self._send(name, 0, frozenset())
+
     @precondition(lambda self: self.clients)
     @rule(data=st.data())
     def go_silent(self, data: st.DataObject) -> None:
@@ -134,7 +156,10 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
                 assert owned <= member.assignment.held
 
     def teardown(self) -> None:
-        """Everyone heartbeats until nothing changes: the group settles on its target."""
+        """Static clients come back, then everyone heartbeats until nothing changes: the
+        group settles on its target."""
+        for name in sorted(self.away):
+            self._send(name, 0, frozenset())
         for _ in range(3 * len(NAMES) + 3):
             for name in sorted(self.clients):
                 if name in self.clients:
