@@ -366,3 +366,36 @@ async def test_a_regex_subscription_is_resolved_by_the_broker_and_takes_up_new_t
     (described,) = (await asyncio.to_thread(describe)).members
     topics = {tp.topic for tp in described.assignment.topic_partitions}
     assert topics == {"metrics-a", "metrics-b"}
+
+
+async def test_groups_are_coordinated_across_brokers(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    """With two brokers each group has one coordinator (FindCoordinator); heartbeats to
+    the other answer NOT_COORDINATOR. Groups of both brokers assign and consume."""
+    cluster = await start_cluster(brokers=2, configs=CONFIGS)
+    topic = "kip848-two-brokers"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS)
+    groups = [f"kip848-group-{i}" for i in range(4)]
+    coordinators = {cluster.brokers[0].groups.owns(g) for g in groups}
+    assert coordinators == {True, False}, "the groups should spread over both brokers"
+    for group in groups:
+        ownership = Ownership()
+        pair = [Member(f"{group}-{n}", cluster.bootstrap, group, topic, ownership) for n in "ab"]
+        members.extend(pair)
+        await wait_for(
+            lambda o=ownership, p=pair: _covers_all_disjoint(
+                o.snapshot(), [m.name for m in p], PARTITIONS // 2
+            ),
+            timeout=TIMEOUT_S,
+            message=f"{group} assigned",
+        )
+    await wait_for(
+        lambda: all(
+            len({r for m in members[i : i + 2] for r in m.records}) == RECORDS
+            for i in range(0, len(members), 2)
+        ),
+        timeout=TIMEOUT_S,
+        message="every group consumed everything",
+    )
