@@ -16,6 +16,7 @@ Both are deterministic: the same input always yields the same assignment.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 
 from mirrorsim.broker.group.offset_store import TopicPartition
@@ -48,14 +49,32 @@ def uniform_assign(
             if _eligible(tp, subscriptions[member], partition_counts) and tp not in taken:
                 owned[member].add(tp)
                 taken.add(tp)
-    for tp in _all_partitions(subscriptions, partition_counts):
-        if tp in taken:
-            continue
-        eligible = [m for m in members if tp.topic in subscriptions[m]]
-        target = min(eligible, key=lambda m: (len(owned[m]), m))
-        owned[target].add(tp)
+    free = [tp for tp in _all_partitions(subscriptions, partition_counts) if tp not in taken]
+    _hand_out(free, owned, subscriptions)
     _balance(owned, subscriptions)
     return {member: frozenset(partitions) for member, partitions in owned.items()}
+
+
+def _hand_out(
+    free: list[TopicPartition],
+    owned: dict[str, set[TopicPartition]],
+    subscriptions: Mapping[str, frozenset[str]],
+) -> None:
+    """Give each free partition to the least loaded member subscribed to its topic (ties:
+    the smallest member id). Members with the same subscription share one heap of
+    (load, member id), so a group whose members subscribe alike costs log(members) per
+    partition rather than a scan of every member."""
+    heaps: dict[frozenset[str], list[tuple[int, str]]] = {}
+    for member, topics in subscriptions.items():
+        heaps.setdefault(topics, []).append((len(owned[member]), member))
+    for heap in heaps.values():
+        heapq.heapify(heap)
+    for tp in free:
+        candidates = [heap for topics, heap in heaps.items() if tp.topic in topics]
+        heap = min(candidates, key=lambda h: h[0])
+        load, member = heap[0]
+        heapq.heapreplace(heap, (load + 1, member))
+        owned[member].add(tp)
 
 
 def _balance(
@@ -75,6 +94,9 @@ def _balance(
 def _best_move(
     owned: dict[str, set[TopicPartition]], subscriptions: Mapping[str, frozenset[str]]
 ) -> tuple[str, str, TopicPartition] | None:
+    loads = [len(parts) for parts in owned.values()]
+    if not loads or max(loads) - min(loads) <= 1:
+        return None
     by_load = sorted(owned, key=lambda m: (-len(owned[m]), m))
     for source in by_load:
         receivers = sorted(
