@@ -82,11 +82,31 @@ def _balance(
 ) -> None:
     """Move one partition at a time from a member to an eligible member holding at least
     two fewer; each move strictly lowers the sum of squared loads, so this terminates."""
+    if len(set(subscriptions.values())) <= 1:
+        _balance_alike(owned)
+        return
     while True:
         move = _best_move(owned, subscriptions)
         if move is None:
             return
         source, target, tp = move
+        owned[source].remove(tp)
+        owned[target].add(tp)
+
+
+def _balance_alike(owned: dict[str, set[TopicPartition]]) -> None:
+    """`_balance` when every member subscribes alike, so any partition may go to anyone:
+    the most loaded member (ties: smallest id) gives its smallest partition to the least
+    loaded (ties: smallest id). Each member's partitions sit in a heap, so a move costs a
+    scan of the members plus log(partitions), not a sort of the giver's partitions."""
+    heaps = {member: sorted(parts) for member, parts in owned.items()}
+    while True:
+        source = min(owned, key=lambda m: (-len(owned[m]), m))
+        target = min(owned, key=lambda m: (len(owned[m]), m))
+        if len(owned[source]) - len(owned[target]) <= 1:
+            return
+        tp = heapq.heappop(heaps[source])
+        heapq.heappush(heaps[target], tp)
         owned[source].remove(tp)
         owned[target].add(tp)
 

@@ -14,7 +14,8 @@ Theory of operation (Kafka's GroupMetadataManager for the consumer protocol):
   clock; nothing polls.
 
 Topic metadata is passed in with each call (`topics`), so the coordinator does not depend
-on the broker's metadata view.
+on the broker's metadata view. A `topics` mapping is never changed once passed: a changed
+view is a new mapping, which is how a group knows to recompute its subscribed topics.
 """
 
 from __future__ import annotations
@@ -84,20 +85,24 @@ class ConsumerGroupCoordinator:
             group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
         member, is_new = self._member(group, request)
         subscription_changed = _update_subscription(member, request)
+        if subscription_changed:
+            group.members_version += 1
         if self._refresh_subscription(group, topics) or subscription_changed or is_new:
             group.group_epoch += 1
         if group.assignment_epoch < group.group_epoch:
             self._assign(group, topics)
-        held = group.held_by_others(member.member_id)
-        if self._clock.now_ms() < group.held_back_until_ms:
-            held |= group.target.get(member.member_id, frozenset())
+        target = group.target.get(member.member_id, frozenset())
+        held_back = self._clock.now_ms() < group.held_back_until_ms
         before = member.assignment
-        member.assignment = reconcile(
-            before,
-            group.assignment_epoch,
-            group.target.get(member.member_id, frozenset()),
-            held,
-            request.owned,
+        group.set_assignment(
+            member,
+            reconcile(
+                before,
+                group.assignment_epoch,
+                target,
+                target if held_back else group.held_elsewhere(member.member_id),
+                request.owned,
+            ),
         )
         self._arm_revocation_expiry(group, member)
         self._arm_session_expiry(group, member)
@@ -153,14 +158,14 @@ class ConsumerGroupCoordinator:
                     )
                 old.cancel_timers()
                 member = group.replace_static(old, request.member_id)
-                member.assignment = dataclasses.replace(
-                    old.assignment, epoch=old.assignment.previous_epoch
+                group.set_assignment(
+                    member, dataclasses.replace(old.assignment, epoch=old.assignment.previous_epoch)
                 )
                 return member, False
         member = group.members.get(request.member_id)
         if member is not None:
             member.cancel_timers()
-            member.assignment = MemberAssignment()
+            group.set_assignment(member, MemberAssignment())
             return member, False
         if len(group.members) >= self._config.consumer_max_size:
             raise HeartbeatRejected(ErrorCode.GROUP_MAX_SIZE_REACHED, "The group is full.")
@@ -186,10 +191,13 @@ class ConsumerGroupCoordinator:
             if member.revocation_expiry is not None:
                 member.revocation_expiry.cancel()
                 member.revocation_expiry = None
-            member.assignment = dataclasses.replace(
-                member.assignment,
-                epoch=STATIC_LEAVE_EPOCH,
-                previous_epoch=member.assignment.epoch,
+            group.set_assignment(
+                member,
+                dataclasses.replace(
+                    member.assignment,
+                    epoch=STATIC_LEAVE_EPOCH,
+                    previous_epoch=member.assignment.epoch,
+                ),
             )
             self._arm_session_expiry(group, member)
         else:
@@ -207,7 +215,12 @@ class ConsumerGroupCoordinator:
     @staticmethod
     def _refresh_subscription(group: ConsumerGroup, topics: Mapping[str, TopicInfo]) -> bool:
         """Take the subscribed topics' current partition counts; True when they changed
-        (a topic created, deleted or grown, or a regex matching another topic)."""
+        (a topic created, deleted or grown, or a regex matching another topic). Computed
+        again only for another topics view or another membership."""
+        source = (topics, group.members_version)
+        if source[0] is group.subscription_source[0] and source[1] == group.subscription_source[1]:
+            return False
+        group.subscription_source = source
         subscription = group.subscribed_topics(topics)
         if subscription == group.subscription:
             return False

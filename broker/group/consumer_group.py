@@ -7,7 +7,7 @@ owns the timers; the reconciliation rules are in `consumer_states`.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from mirrorsim.broker.group.clock import TimerHandle
@@ -73,6 +73,13 @@ class ConsumerGroup:
     target: dict[str, frozenset[TopicPartition]] = field(default_factory=dict)
     subscription: dict[str, int] = field(default_factory=dict)
     """Partition count of every subscribed topic, as of the last group epoch bump."""
+    subscription_source: tuple[Mapping[str, TopicInfo] | None, int] = (None, -1)
+    """The topics view and `members_version` `subscription` was computed from."""
+    members_version: int = 0
+    """Moves whenever a member joins, leaves or changes its subscription."""
+    owners: dict[TopicPartition, str] = field(default_factory=dict)
+    """Who holds each partition (assigned or being revoked): the index behind
+    `held_elsewhere`, kept by `set_assignment`."""
     dead: bool = False
     held_back_until_ms: int = 0
     """Before this time no partition is handed out (a group taken over after a restart)."""
@@ -91,12 +98,15 @@ class ConsumerGroup:
         )
 
     def add(self, member: ConsumerMember) -> None:
+        self.members_version += 1
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
 
     def remove(self, member: ConsumerMember) -> None:
         member.cancel_timers()
+        self.set_assignment(member, MemberAssignment())
+        self.members_version += 1
         del self.members[member.member_id]
         self.target.pop(member.member_id, None)
         if (
@@ -111,18 +121,37 @@ class ConsumerGroup:
         del self.members[old.member_id]
         self.target[new_member_id] = self.target.pop(old.member_id, frozenset())
         old.member_id = new_member_id
+        for tp in old.assignment.held:
+            self.owners[tp] = new_member_id
         self.add(old)
         return old
 
-    def held_by_others(self, member_id: str) -> frozenset[TopicPartition]:
-        held: set[TopicPartition] = set()
-        for other in self.members.values():
-            if other.member_id != member_id:
-                held |= other.assignment.held
-        return frozenset(held)
+    def set_assignment(self, member: ConsumerMember, assignment: MemberAssignment) -> None:
+        """The only way a member's assignment changes, so `owners` stays true."""
+        for tp in member.assignment.held - assignment.held:
+            if self.owners.get(tp) == member.member_id:
+                del self.owners[tp]
+        for tp in assignment.held:
+            self.owners[tp] = member.member_id
+        member.assignment = assignment
+
+    def held_elsewhere(self, member_id: str) -> Container[TopicPartition]:
+        """The partitions another member holds, as a membership test (no copy)."""
+        return _HeldElsewhere(self.owners, member_id)
 
     def subscribed_topics(self, topics: Mapping[str, TopicInfo]) -> dict[str, int]:
+        """Every member's subscribed topics that exist, with their partition counts."""
         names: set[str] = set()
         for member in self.members.values():
             names |= member.subscribed_topics(topics)
         return {name: topics[name].partitions for name in sorted(names)}
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldElsewhere:
+    owners: Mapping[TopicPartition, str]
+    member_id: str
+
+    def __contains__(self, tp: object) -> bool:
+        owner = self.owners.get(tp)  # type: ignore[call-overload]
+        return owner is not None and owner != self.member_id

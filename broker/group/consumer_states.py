@@ -19,6 +19,7 @@ others; `WAITS_FOR` says what a member in each state needs before it is reconcil
 from __future__ import annotations
 
 import enum
+from collections.abc import Container
 from dataclasses import dataclass
 
 from mirrorsim.broker.group.offset_store import TopicPartition
@@ -97,7 +98,7 @@ def reconcile(
     current: MemberAssignment,
     target_epoch: int,
     target: frozenset[TopicPartition],
-    held_by_others: frozenset[TopicPartition],
+    held_elsewhere: Container[TopicPartition],
     reported_owned: frozenset[TopicPartition] | None,
 ) -> MemberAssignment:
     """The member's next assignment, one step towards `target` at `target_epoch`.
@@ -112,7 +113,7 @@ def reconcile(
     keep = current.assigned & target
     revoke = current.assigned - target
     wanted = target - keep
-    free = wanted - held_by_others
+    free = frozenset(tp for tp in wanted if tp not in held_elsewhere)
     state, takes_target_epoch = OUTCOMES[(bool(revoke), bool(wanted - free))]
     if not takes_target_epoch:
         return MemberAssignment(state, current.epoch, current.previous_epoch, keep, revoke)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
+from types import MappingProxyType
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import authorized_operations, is_authorized
@@ -38,12 +39,31 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator:
     return coordinator
 
 
-def topic_catalog(ctx: RequestContext) -> dict[str, TopicInfo]:
-    """Every topic of the broker's metadata view, with its id and partition count."""
-    return {
-        name: TopicInfo(record.topic_id, len(record.partitions))
-        for name, record in ctx.broker.snapshot.topics.items()
-    }
+_catalogs: dict[int, tuple[object, Mapping[str, TopicInfo]]] = {}
+"""The catalog of each metadata view's topics, by the identity of its topics mapping."""
+_CATALOGS_KEPT = 16
+
+
+def topic_catalog(ctx: RequestContext) -> Mapping[str, TopicInfo]:
+    """Every topic of the broker's metadata view, with its id and partition count.
+
+    A refresh that finds no change keeps the view's topics mapping, so the catalog is
+    built once per change and the same object is handed to the coordinator, which then
+    skips recomputing each group's subscribed topics (`ConsumerGroupCoordinator`)."""
+    topics = ctx.broker.snapshot.topics
+    cached = _catalogs.get(id(topics))
+    if cached is not None and cached[0] is topics:
+        return cached[1]
+    catalog = MappingProxyType(
+        {
+            name: TopicInfo(record.topic_id, len(record.partitions))
+            for name, record in topics.items()
+        }
+    )
+    if len(_catalogs) >= _CATALOGS_KEPT:
+        del _catalogs[next(iter(_catalogs))]
+    _catalogs[id(topics)] = (topics, catalog)
+    return catalog
 
 
 def _owned(

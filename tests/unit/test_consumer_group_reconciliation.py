@@ -139,7 +139,7 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
     @rule(extra=st.integers(1, 3))
     def grow_topic(self, extra: int) -> None:
         info = self.topics["u"]
-        self.topics["u"] = TopicInfo(info.topic_id, info.partitions + extra)
+        self.topics = {**self.topics, "u": TopicInfo(info.topic_id, info.partitions + extra)}
 
     @invariant()
     def no_partition_held_twice(self) -> None:
@@ -154,6 +154,9 @@ class ConsumerGroupMachine(RuleBasedStateMachine):
             member = group.members.get(member_id)
             if member is not None:
                 assert owned <= member.assignment.held
+        assert group.owners == {
+            tp: m.member_id for m in group.members.values() for tp in m.assignment.held
+        }
 
     def teardown(self) -> None:
         """Static clients come back, then everyone heartbeats until nothing changes: the
