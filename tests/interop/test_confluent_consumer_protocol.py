@@ -65,7 +65,13 @@ class Member:
     """One consumer polling in a thread; every record is committed once processed."""
 
     def __init__(
-        self, name: str, bootstrap: str, group: str, topic: str, ownership: Ownership
+        self,
+        name: str,
+        bootstrap: str,
+        group: str,
+        topic: str,
+        ownership: Ownership,
+        protocol: str = "consumer",
     ) -> None:
         self.name = name
         self.records: list[tuple[int, int]] = []
@@ -76,7 +82,7 @@ class Member:
             {
                 "bootstrap.servers": bootstrap,
                 "group.id": group,
-                "group.protocol": "consumer",
+                "group.protocol": protocol,
                 "auto.offset.reset": "earliest",
                 "enable.auto.commit": False,
                 "client.id": name,
@@ -399,3 +405,36 @@ async def test_groups_are_coordinated_across_brokers(
         timeout=TIMEOUT_S,
         message="every group consumed everything",
     )
+
+
+async def test_the_groups_command_describes_a_classic_group_beside_a_consumer_group(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    """A classic consumer (JoinGroup/SyncGroup) in one group, a KIP-848 consumer in
+    another: both are listed with their type and the classic member's assignment is
+    decoded from the leader's bytes."""
+    cluster = await start_cluster(configs={**CONFIGS, "group.initial.rebalance.delay.ms": 0})
+    topic = "kip848-side-by-side"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    ownership = Ownership()
+    members.append(Member("modern", cluster.bootstrap, "new-group", topic, ownership))
+    members.append(
+        Member("legacy", cluster.bootstrap, "old-group", topic, ownership, protocol="classic")
+    )
+    await wait_for(
+        lambda: (
+            {n: len(p) for n, p in ownership.snapshot().items()}
+            == {"modern": PARTITIONS, "legacy": PARTITIONS}
+        ),
+        timeout=TIMEOUT_S,
+        message="both groups assigned",
+    )
+    listed = await _groups_cli(cluster.bootstrap, "--list")
+    rows = {row.split()[0]: row.split()[1:3] for row in listed.output.splitlines()[1:]}
+    assert rows == {"new-group": ["consumer", "Stable"], "old-group": ["classic", "Stable"]}
+    described = await _groups_cli(cluster.bootstrap, "--describe", "--group", "old-group")
+    assert described.exit_code == 0, described.output
+    lines = described.output.splitlines()
+    assert lines[1].split()[:3] == ["old-group", "classic", "Stable"]
+    (member_line,) = [line for line in lines[4:] if line.strip()]
+    assert member_line.split()[-1] == f"{topic}:" + ",".join(str(p) for p in range(PARTITIONS))
