@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from mirrorsim.broker.group import (
     CommittedOffset,
+    GroupConfig,
     GroupCoordinator,
     InMemoryOffsetStore,
     ManualClock,
@@ -302,3 +305,51 @@ async def test_an_empty_consumer_group_can_be_deleted_and_its_unsubscribed_offse
     assert coordinator.list_groups(types=["consumer"])[0].state == "Empty"
     assert await coordinator.delete_groups(["g"]) == {"g": ErrorCode.NONE}
     assert coordinator.group_type("g") is None and coordinator.fetch_offsets("g", None) == {}
+
+
+@pytest.mark.parametrize(
+    ("request_", "error"),
+    [
+        (ConsumerHeartbeat(group_id="", member_id="a", member_epoch=0), ErrorCode.INVALID_REQUEST),
+        (ConsumerHeartbeat(group_id="g", member_id="", member_epoch=0), ErrorCode.INVALID_REQUEST),
+        (
+            ConsumerHeartbeat(
+                group_id="g", member_id="a", member_epoch=0, subscribed_topic_names=("orders",)
+            ),
+            ErrorCode.INVALID_REQUEST,  # no rebalance timeout on the first heartbeat
+        ),
+        (
+            ConsumerHeartbeat(group_id="g", member_id="a", member_epoch=0, rebalance_timeout_ms=1),
+            ErrorCode.INVALID_REQUEST,  # neither topic names nor a regex
+        ),
+        (
+            ConsumerHeartbeat(group_id="g", member_id="a", member_epoch=-2),
+            ErrorCode.INVALID_REQUEST,  # leaving for now needs an instance id
+        ),
+        (
+            ConsumerHeartbeat(group_id="g", member_id="a", member_epoch=-3),
+            ErrorCode.INVALID_REQUEST,
+        ),
+        (
+            ConsumerHeartbeat(group_id="g", member_id="a", member_epoch=5),
+            ErrorCode.UNKNOWN_MEMBER_ID,
+        ),
+    ],
+)
+def test_malformed_or_unknown_heartbeats_are_refused(
+    request_: ConsumerHeartbeat, error: ErrorCode
+) -> None:
+    assert _coordinator().consumer_group_heartbeat(request_, TOPICS).error is error
+
+
+async def test_a_newer_epoch_is_fenced_and_the_group_size_is_capped() -> None:
+    coordinator = GroupCoordinator(
+        offset_store=InMemoryOffsetStore(),
+        clock=ManualClock(),
+        config=GroupConfig(consumer_max_size=1),
+    )
+    joined = _join(coordinator, "a")
+    assert _beat(coordinator, "a", joined.member_epoch + 1).error is ErrorCode.FENCED_MEMBER_EPOCH
+    assert _join(coordinator, "b").error is ErrorCode.GROUP_MAX_SIZE_REACHED
+    rejoined = _join(coordinator, "a")  # a fenced member rejoins under its id with epoch 0
+    assert rejoined.error is ErrorCode.NONE and rejoined.assignment == joined.assignment
