@@ -77,7 +77,8 @@ def _offset(value: int) -> dict[TopicPartition, CommittedOffset]:
 
 
 async def test_commits_need_the_members_current_epoch() -> None:
-    coordinator = _coordinator()
+    clock = ManualClock()
+    coordinator = _coordinator(clock)
     joined = _join(coordinator, "a")
     assert joined.error is ErrorCode.NONE and joined.member_epoch == 1
     assert joined.assignment == {TopicPartition("orders", p) for p in range(4)}
@@ -93,7 +94,7 @@ async def test_commits_need_the_members_current_epoch() -> None:
     assert coordinator.validate_offset_fetch("g", "a", 0) is ErrorCode.STALE_MEMBER_EPOCH
     assert coordinator.validate_offset_fetch("g", "", -1) is ErrorCode.NONE
     assert coordinator.fetch_offsets("g", None)[TopicPartition("orders", 0)] == CommittedOffset(
-        committed_offset=5, commit_timestamp=coordinator._clock.now_ms()
+        committed_offset=5, commit_timestamp=clock.now_ms()
     )
 
 
