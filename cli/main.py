@@ -18,6 +18,7 @@ COMMANDS: dict[str, str] = {
     "drill": "mirrorsim.cli.cmd_drill:drill",
     "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
     "features": "mirrorsim.cli.cmd_features:features",
+    "groups": "mirrorsim.cli.cmd_groups:groups",
     "topics": "mirrorsim.cli.cmd_topics:topics",
     "up": "mirrorsim.cli.cmd_up:up",
     "verify": "mirrorsim.cli.cmd_verify:verify",

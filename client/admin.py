@@ -36,6 +36,8 @@ from mirrorsim.client.admin_types import (
     ConfigResourceType,
     ConsumerGroupDescription,
     ConsumerGroupListing,
+    ConsumerProtocolGroupDescription,
+    ConsumerProtocolMember,
     ElectionType,
     FeatureMetadata,
     FeatureUpdate,
@@ -62,6 +64,7 @@ from mirrorsim.client.admin_types import (
 from mirrorsim.client.cluster import BrokerInfo, ClusterClient, CoordinatorType, RequestSpec
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import CLIENT_SOFTWARE_NAME, CLIENT_SOFTWARE_VERSION
+from mirrorsim.client.consumer_assignment import decode_assignment
 from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
@@ -99,6 +102,7 @@ class ApiKey:
     ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 class Admin:
@@ -596,12 +600,68 @@ class Admin:
             raise_for_error(group.error_code, getattr(group, "error_message", None))
             members = tuple(
                 MemberDescription(
-                    m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host
+                    m.member_id,
+                    getattr(m, "group_instance_id", None),
+                    m.client_id,
+                    m.client_host,
+                    decode_assignment(m.member_assignment)
+                    if group.protocol_type == "consumer"
+                    else (),
                 )
                 for m in group.members
             )
             return ConsumerGroupDescription(
                 group.group_id, group.group_state, group.protocol_type, group.protocol_data, members
+            )
+
+        ids = list(group_ids)
+        described = await asyncio.gather(*(describe(g) for g in ids))
+        return dict(zip(ids, described, strict=True))
+
+    async def describe_consumer_protocol_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerProtocolGroupDescription]:
+        """ConsumerGroupDescribe (KIP-848 groups) to each group's coordinator. Raises a
+        group's error; a classic group answers GROUP_ID_NOT_FOUND, as in Kafka."""
+
+        async def describe(group_id: str) -> ConsumerProtocolGroupDescription:
+            spec = RequestSpec(
+                ApiKey.CONSUMER_GROUP_DESCRIBE,
+                {"group_ids": [group_id], "include_authorized_operations": False},
+            )
+            response = await self._to_coordinator(group_id, spec)
+            group = response.groups[0]
+            raise_for_error(group.error_code, group.error_message)
+            await self.cluster.refresh_metadata()
+            names = await self._topic_names_by_id()
+
+            def partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+                return tuple(
+                    TopicPartition(names.get(t.topic_id, t.topic_name), p)
+                    for t in assignment.topic_partitions
+                    for p in t.partitions
+                )
+
+            return ConsumerProtocolGroupDescription(
+                group.group_id,
+                group.group_state,
+                group.group_epoch,
+                group.assignment_epoch,
+                group.assignor_name,
+                tuple(
+                    ConsumerProtocolMember(
+                        m.member_id,
+                        m.instance_id,
+                        m.client_id,
+                        m.client_host,
+                        m.member_epoch,
+                        tuple(m.subscribed_topic_names),
+                        m.subscribed_topic_regex,
+                        partitions(m.assignment),
+                        partitions(m.target_assignment),
+                    )
+                    for m in group.members
+                ),
             )
 
         ids = list(group_ids)

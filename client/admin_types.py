@@ -171,6 +171,8 @@ class MemberDescription:
     group_instance_id: str | None
     client_id: str
     client_host: str
+    assignment: tuple[TopicPartition, ...] = ()
+    """What the leader assigned (decoded for the `consumer` protocol type, else empty)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +182,33 @@ class ConsumerGroupDescription:
     protocol_type: str
     protocol: str
     members: tuple[MemberDescription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolMember:
+    """A member of a KIP-848 consumer group (ConsumerGroupDescribe)."""
+
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    member_epoch: int
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[TopicPartition, ...]
+    target_assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerProtocolGroupDescription:
+    """A KIP-848 consumer group: epochs, the server-side assignor and its members."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ConsumerProtocolMember, ...]
 
 
 @dataclass(frozen=True, slots=True)

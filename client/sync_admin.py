@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         ConfigResource,
         ConsumerGroupDescription,
         ConsumerGroupListing,
+        ConsumerProtocolGroupDescription,
         ElectionType,
         FeatureMetadata,
         FeatureUpdate,
@@ -180,6 +181,12 @@ class SyncAdmin:
     ) -> dict[str, ConsumerGroupDescription]:
         """Blocks on :meth:`Admin.describe_consumer_groups`."""
         return self._run(self._admin.describe_consumer_groups(group_ids))
+
+    def describe_consumer_protocol_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ConsumerProtocolGroupDescription]:
+        """Blocks on :meth:`Admin.describe_consumer_protocol_groups`."""
+        return self._run(self._admin.describe_consumer_protocol_groups(group_ids))
 
     def list_consumer_group_offsets(
         self, group_id: str, partitions: Iterable[TopicPartition] | None = None

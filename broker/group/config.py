@@ -16,6 +16,11 @@ class GroupConfig:
     max_session_timeout_ms: int = 1_800_000
     max_size: int = 2**31 - 1
     offset_metadata_max_bytes: int = 4096
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_session_timeout_ms: int = 45000
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    """Server-side assignors a KIP-848 member may name; the first is the default."""
+    consumer_max_size: int = 2**31 - 1
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> GroupConfig:
@@ -27,8 +32,25 @@ class GroupConfig:
             "group.max.session.timeout.ms": "max_session_timeout_ms",
             "group.max.size": "max_size",
             "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+            "group.consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
+            "group.consumer.session.timeout.ms": "consumer_session_timeout_ms",
+            "group.consumer.max.size": "consumer_max_size",
         }
-        values = {
+        values: dict[str, object] = {
             field: int(str(properties[key])) for key, field in names.items() if key in properties
         }
-        return cls(**values)
+        assignors = properties.get("group.consumer.assignors")
+        if assignors is not None:
+            values["consumer_assignors"] = _names(assignors)
+        return cls(**values)  # type: ignore[arg-type]
+
+
+def _names(value: object) -> tuple[str, ...]:
+    """A LIST config: a comma-separated string or already a list. Kafka also accepts an
+    assignor's class name; its simple name is what members ask for."""
+    items = value if isinstance(value, list | tuple) else str(value).split(",")
+    names = (str(item).strip().rsplit(".", 1)[-1] for item in items)
+    return tuple(_SIMPLE_NAMES.get(name, name) for name in names if name)
+
+
+_SIMPLE_NAMES = {"UniformAssignor": "uniform", "RangeAssignor": "range"}

@@ -29,6 +29,15 @@ from typing import TypeVar
 
 from mirrorsim.broker.group.clock import Clock, SystemClock
 from mirrorsim.broker.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
+from mirrorsim.broker.group.consumer_coordinator import ConsumerGroupCoordinator
+from mirrorsim.broker.group.consumer_messages import (
+    CONSUMER_GROUP_TYPE,
+    JOIN_EPOCH,
+    ConsumerGroupDescription,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+    TopicInfo,
+)
 from mirrorsim.broker.group.group import GroupMetadata
 from mirrorsim.broker.group.member import MemberMetadata
 from mirrorsim.broker.group.messages import (
@@ -48,6 +57,7 @@ from mirrorsim.protocol.errors import ErrorCode
 
 _S = GroupState
 _T = TypeVar("_T")
+CLASSIC_GROUP_TYPE = "classic"
 
 
 def _reply(future: asyncio.Future[_T] | None, result: _T) -> None:
@@ -79,6 +89,12 @@ class GroupCoordinator:
         """Groups whose cached offsets were read since this broker became their coordinator."""
         self._loading: dict[str, asyncio.Task[None]] = {}
         self._ownership_epoch = 0
+        self._taken_over_ms: dict[str, int] = {}
+        """When this broker took over each group listed from the store (start or a
+        live-set change): its previous coordinator's members may still own partitions."""
+        self.consumer = ConsumerGroupCoordinator(clock=self._clock, config=self._config)
+        """KIP-848 consumer groups; a group id names a classic group or a consumer group,
+        never both, and both kinds share the committed offsets kept here."""
 
     async def start(self) -> None:
         """Load committed offsets of the groups this broker coordinates; each group that
@@ -86,8 +102,9 @@ class GroupCoordinator:
         for group_id, committed in (await self._store.load_all()).items():
             if self._owns(group_id):
                 self._offsets[group_id] = committed
-                self._groups.setdefault(group_id, GroupMetadata(group_id))
+                self._ensure_group(group_id)
                 self._loaded.add(group_id)
+                self._taken_over_ms[group_id] = self._clock.now_ms()
 
     async def stop(self) -> None:
         """Cancel every timer and send NOT_COORDINATOR to parked requests, as Kafka does
@@ -95,6 +112,8 @@ class GroupCoordinator:
         for group in self._groups.values():
             self._release_members(group)
         self._groups.clear()
+        for group_id in list(self.consumer.groups):
+            self.consumer.unload(group_id)
 
     @staticmethod
     def _release_members(group: GroupMetadata) -> None:
@@ -114,20 +133,30 @@ class GroupCoordinator:
         offsets are read on first use, see `acquire`)."""
         previous, self._owns = self._owns, owns
         self._ownership_epoch += 1
-        for group_id in list(self._groups.keys() | self._offsets.keys()):
+        known = self._groups.keys() | self._offsets.keys() | self.consumer.groups.keys()
+        for group_id in list(known):
             if not owns(group_id):
                 self._unload(group_id)
             elif not previous(group_id):
                 self._offsets.pop(group_id, None)
                 self._loaded.discard(group_id)
         for group_id in await self._store.load_all():
-            if self._owns(group_id) and group_id not in self._groups:
-                self._groups[group_id] = GroupMetadata(group_id)
+            if self._owns(group_id):
+                self._ensure_group(group_id)
+                if not previous(group_id):
+                    self._taken_over_ms[group_id] = self._clock.now_ms()
+
+    def _ensure_group(self, group_id: str) -> None:
+        """A group with committed offsets exists: as the consumer group it is, or else as
+        an (Empty) classic group."""
+        if group_id not in self.consumer.groups:
+            self._groups.setdefault(group_id, GroupMetadata(group_id))
 
     def _unload(self, group_id: str) -> None:
         group = self._groups.pop(group_id, None)
         if group is not None:
             self._release_members(group)
+        self.consumer.unload(group_id)
         self._offsets.pop(group_id, None)
         self._loaded.discard(group_id)
 
@@ -159,7 +188,7 @@ class GroupCoordinator:
         committed = {**stored, **self._offsets.get(group_id, {})}
         if committed:
             self._offsets[group_id] = committed
-            self._groups.setdefault(group_id, GroupMetadata(group_id))
+            self._ensure_group(group_id)
         self._loaded.add(group_id)
 
     def group(self, group_id: str) -> GroupMetadata | None:
@@ -174,6 +203,12 @@ class GroupCoordinator:
         if error is not ErrorCode.NONE:
             _reply(future, JoinResult(error, request.member_id))
             return future
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                _reply(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+                return future
+            self.consumer.delete(request.group_id)
         group = self._groups.get(request.group_id)
         if group is None:
             if request.member_id:
@@ -588,15 +623,20 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         offsets: Mapping[TopicPartition, CommittedOffset],
+        api_version: int | None = None,
     ) -> dict[TopicPartition, ErrorCode]:
         """Generation -1 with no member id is a simple commit: allowed only while the
-        group has no members (kcat, kafka-python without group management)."""
-        error = self._validate_commit(group_id, generation_id, member_id, group_instance_id)
+        group has no members (kcat, kafka-python without group management). A member of a
+        consumer group must commit with OffsetCommit v9 or later (`api_version`)."""
+        error = self._validate_commit(
+            group_id, generation_id, member_id, group_instance_id, api_version
+        )
         if error is not ErrorCode.NONE:
             return dict.fromkeys(offsets, error)
-        group = self._groups.setdefault(group_id, GroupMetadata(group_id))
-        member = group.members.get(member_id)
-        if member is not None and member.awaiting_join is None:
+        self._ensure_group(group_id)
+        group = self._groups.get(group_id)
+        member = None if group is None else group.members.get(member_id)
+        if group is not None and member is not None and member.awaiting_join is None:
             self._arm_session_expiry(group, member)
         limit = self._config.offset_metadata_max_bytes
         results: dict[TopicPartition, ErrorCode] = {}
@@ -634,13 +674,22 @@ class GroupCoordinator:
         }
         await self._store.commit(group_id, stamped)
         self._offsets.setdefault(group_id, {}).update(stamped)
-        self._groups.setdefault(group_id, GroupMetadata(group_id))
+        self._ensure_group(group_id)
 
     def _validate_commit(
-        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        api_version: int | None = None,
     ) -> ErrorCode:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
+        if group_id in self.consumer.groups:
+            return self.consumer.validate_offset_commit(
+                group_id, member_id, generation_id, api_version
+            )
         group = self._groups.get(group_id)
         is_member_commit = generation_id >= 0 or bool(member_id) or group_instance_id is not None
         if group is None:
@@ -676,6 +725,8 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, {}
+        if group_id in self.consumer.groups:
+            return ErrorCode.NONE, await self._delete_consumer_offsets(group_id, partitions)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         if group.state is not _S.EMPTY and group.protocol_type != CONSUMER_PROTOCOL_TYPE:
@@ -684,23 +735,104 @@ class GroupCoordinator:
         for tp in partitions:
             subscribed = group.state is not _S.EMPTY and group.is_subscribed_to(tp.topic)
             results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if subscribed else ErrorCode.NONE
+        await self._delete_unsubscribed(group_id, results)
+        return ErrorCode.NONE, results
+
+    async def _delete_consumer_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartition]
+    ) -> dict[TopicPartition, ErrorCode]:
+        subscribed = self.consumer.groups[group_id].subscription
+        results = {
+            tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp.topic in subscribed else ErrorCode.NONE
+            for tp in partitions
+        }
+        await self._delete_unsubscribed(group_id, results)
+        return results
+
+    async def _delete_unsubscribed(
+        self, group_id: str, results: Mapping[TopicPartition, ErrorCode]
+    ) -> None:
         deletable = [tp for tp, error in results.items() if error is ErrorCode.NONE]
         committed = self._offsets.get(group_id, {})
         if any(tp in committed for tp in deletable):
             await self._store.delete(group_id, deletable)
             for tp in deletable:
                 committed.pop(tp, None)
-        return ErrorCode.NONE, results
 
     # Admin
 
-    def list_groups(self, states: Collection[str] = ()) -> list[GroupOverview]:
+    def list_groups(
+        self, states: Collection[str] = (), types: Collection[str] = ()
+    ) -> list[GroupOverview]:
+        """Classic and consumer groups coordinated here, filtered by state and type
+        (case-insensitive; empty filters keep everything)."""
         wanted = {state.lower() for state in states}
-        return [
-            GroupOverview(group.group_id, group.protocol_type or "", group.state.value)
-            for group in self._groups.values()
-            if self._owns(group.group_id) and (not wanted or group.state.value.lower() in wanted)
+        wanted_types = {t.lower() for t in types}
+        overviews = [
+            GroupOverview(g.group_id, g.protocol_type or "", g.state.value, CLASSIC_GROUP_TYPE)
+            for g in self._groups.values()
+        ] + [
+            GroupOverview(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
+            for g in self.consumer.groups.values()
         ]
+        return [
+            o
+            for o in overviews
+            if self._owns(o.group_id)
+            and (not wanted or o.state.lower() in wanted)
+            and (not wanted_types or o.group_type in wanted_types)
+        ]
+
+    def group_type(self, group_id: str) -> str | None:
+        if group_id in self.consumer.groups:
+            return CONSUMER_GROUP_TYPE
+        return CLASSIC_GROUP_TYPE if group_id in self._groups else None
+
+    # KIP-848 consumer groups
+
+    def consumer_group_heartbeat(
+        self, request: ConsumerHeartbeat, topics: Mapping[str, TopicInfo]
+    ) -> ConsumerHeartbeatResult:
+        """An Empty classic group (one that only has offsets, as every group is after a
+        restart) becomes a consumer group on its first join, as in Kafka 4; a member
+        heartbeating an epoch into it is unknown and rejoins. A classic group with members
+        is not a consumer group (GROUP_ID_NOT_FOUND)."""
+        classic = self._groups.get(request.group_id)
+        if classic is not None:
+            if classic.state is not _S.EMPTY:
+                return ConsumerHeartbeatResult(
+                    ErrorCode.GROUP_ID_NOT_FOUND,
+                    request.member_id,
+                    request.member_epoch,
+                    message=f"Group {request.group_id} is not a consumer group.",
+                )
+            if request.member_epoch == JOIN_EPOCH:
+                classic.cancel_timers()
+                del self._groups[request.group_id]
+                self.consumer.create(request.group_id, self._held_back_until(request.group_id))
+        return self.consumer.heartbeat(request, topics)
+
+    def _held_back_until(self, group_id: str) -> int:
+        """Membership is not persisted, so after a restart or a move the members of the
+        previous coordinator may still own partitions until their next heartbeat tells
+        them they are unknown. A group taken over from the store hands out no partition
+        until one session timeout after the takeover, by when every such member has either
+        heard so or expired."""
+        taken_over = self._taken_over_ms.pop(group_id, None)
+        if taken_over is None:
+            return 0
+        return taken_over + self._config.consumer_session_timeout_ms
+
+    def describe_consumer_group(
+        self, group_id: str, topics: Mapping[str, TopicInfo]
+    ) -> ConsumerGroupDescription | None:
+        return self.consumer.describe(group_id, topics)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9 names the member of a consumer group; admin fetches name none."""
+        if group_id in self.consumer.groups:
+            return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+        return ErrorCode.NONE
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
         group = self._groups.get(group_id)
@@ -729,8 +861,17 @@ class GroupCoordinator:
         results: dict[str, ErrorCode] = {}
         for group_id in group_ids:
             group = self._groups.get(group_id)
+            consumer_group = self.consumer.groups.get(group_id)
             if not group_id:
                 results[group_id] = ErrorCode.INVALID_GROUP_ID
+            elif consumer_group is not None:
+                if consumer_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self.consumer.delete(group_id)
+                    self._offsets.pop(group_id, None)
+                    await self._store.delete_group(group_id)
+                    results[group_id] = ErrorCode.NONE
             elif group is None:
                 results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
             elif group.state is not _S.EMPTY:

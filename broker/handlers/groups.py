@@ -40,7 +40,6 @@ LIST_GROUPS = 16
 DELETE_GROUPS = 42
 OFFSET_DELETE = 47
 
-CLASSIC_GROUP_TYPE = "classic"
 NO_OFFSET = -1
 
 _V = TypeVar("_V")
@@ -238,6 +237,7 @@ async def handle_offset_commit(ctx: RequestContext, body: Any) -> Any:
             body.member_id,
             getattr(body, "group_instance_id", None),
             {tp: o for tp, o in offsets.items() if tp.topic not in denied and tp not in unknown},
+            api_version=_version(body),
         )
     )
     if error is ErrorCode.NONE:
@@ -285,6 +285,9 @@ async def _fetch_group(
     topics: Iterable[Any] | None,
 ) -> dict[str, Any]:
     error = await _admit(ctx, AclOperation.DESCRIBE, group_id)
+    if error is ErrorCode.NONE and _version(body) >= 9:
+        member = next(g for g in body.groups if g.group_id == group_id)
+        error = coordinator.validate_offset_fetch(group_id, member.member_id, member.member_epoch)
     if error is not ErrorCode.NONE:
         return _unfetched_group(error, topics)
     unstable = await _unstable(ctx, body, group_id)
@@ -359,11 +362,8 @@ def _fetched_group(
 
 @handles(LIST_GROUPS, min_version=0, max_version=5)
 async def handle_list_groups(ctx: RequestContext, body: Any) -> Any:
-    types_filter = {t.lower() for t in getattr(body, "types_filter", ())}
-    groups = (
-        []
-        if types_filter and CLASSIC_GROUP_TYPE not in types_filter
-        else _coordinator(ctx).list_groups(getattr(body, "states_filter", ()))
+    groups = _coordinator(ctx).list_groups(
+        getattr(body, "states_filter", ()), getattr(body, "types_filter", ())
     )
     if not await is_authorized(
         ctx, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
@@ -382,7 +382,7 @@ async def handle_list_groups(ctx: RequestContext, body: Any) -> Any:
                     "group_id": g.group_id,
                     "protocol_type": g.protocol_type,
                     "group_state": g.state,
-                    "group_type": CLASSIC_GROUP_TYPE,
+                    "group_type": g.group_type,
                 }
                 for g in groups
             ],
@@ -410,10 +410,16 @@ async def handle_describe_groups(ctx: RequestContext, body: Any) -> Any:
         group = _coordinator(ctx).describe_group(group_id)
         if group is None:
             missing = _version(body) >= 6
+            found = _coordinator(ctx).group_type(group_id) is not None
+            message = (
+                f"Group {group_id} is not a classic group."
+                if found
+                else f"Group {group_id} not found."
+            )
             described.append(
                 {
                     "error_code": ErrorCode.GROUP_ID_NOT_FOUND if missing else ErrorCode.NONE,
-                    "error_message": f"Group {group_id} not found." if missing else None,
+                    "error_message": message if missing else None,
                     "group_id": group_id,
                     "group_state": "Dead",
                     "protocol_type": "",
