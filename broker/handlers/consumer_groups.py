@@ -80,14 +80,20 @@ def _owned(
 
 
 def _wire_partitions(
-    partitions: Iterable[TopicPartition], topics: Mapping[str, TopicInfo]
+    partitions: Iterable[TopicPartition], topics: Mapping[str, TopicInfo], *, named: bool
 ) -> list[dict[str, Any]]:
+    """Partitions by topic id; ``named`` adds the topic name, which ConsumerGroupDescribe
+    carries and ConsumerGroupHeartbeat does not."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         if tp.topic in topics:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
     return [
-        {"topic_id": topics[name].topic_id, "topic_name": name, "partitions": sorted(parts)}
+        {
+            "topic_id": topics[name].topic_id,
+            **({"topic_name": name} if named else {}),
+            "partitions": sorted(parts),
+        }
         for name, parts in sorted(by_topic.items())
     ]
 
@@ -107,7 +113,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, body: Any) -> Any
             "heartbeat_interval": timedelta(milliseconds=result.heartbeat_interval_ms),
             "assignment": None
             if result.assignment is None
-            else {"topic_partitions": _wire_partitions(result.assignment, topics)},
+            else {"topic_partitions": _wire_partitions(result.assignment, topics, named=False)},
         },
     )
 
@@ -213,9 +219,11 @@ def _described(
                 "client_host": m.client_host,
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
-                "assignment": {"topic_partitions": _wire_partitions(m.assignment, topics)},
+                "assignment": {
+                    "topic_partitions": _wire_partitions(m.assignment, topics, named=True)
+                },
                 "target_assignment": {
-                    "topic_partitions": _wire_partitions(m.target_assignment, topics)
+                    "topic_partitions": _wire_partitions(m.target_assignment, topics, named=True)
                 },
                 "member_type": CONSUMER_MEMBER_TYPE,
             }
