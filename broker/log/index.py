@@ -23,6 +23,7 @@ import os
 import struct
 from array import array
 from pathlib import Path
+from typing import ClassVar, Self
 
 OFFSET_ENTRY = struct.Struct(">ii")
 TIME_ENTRY = struct.Struct(">qi")
@@ -97,23 +98,83 @@ class _EntryFile:
         self.path.unlink(missing_ok=True)
 
 
-class OffsetIndex:
-    """Maps offsets to file positions: each entry is a batch's last offset and its position."""
+class _SparseIndex:
+    """What the offset and time indexes share: the entry file, lazy loading and the
+    file's lifecycle. Each keeps its columns of entries; both have ``_offsets``."""
+
+    ENTRY: ClassVar[struct.Struct]
 
     def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
         self.base_offset = base_offset
         self.max_entries = max_entries
-        self._file = _EntryFile(path, OFFSET_ENTRY.size)
+        self._file = _EntryFile(path, self.ENTRY.size)
         self._offsets = array("q")
-        self._positions = array("q")
         self._last_on_disk: tuple[int, int] | None = None
         """The last entry while the entries are still on disk only (``open_lazily``)."""
 
     @classmethod
-    def load(cls, path: Path, base_offset: int, max_entries: int) -> OffsetIndex:
+    def load(cls, path: Path, base_offset: int, max_entries: int) -> Self:
         index = cls(path, base_offset, max_entries)
         index._read_entries(index._file.read_all())
         return index
+
+    def _read_entries(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    def _clear_entries(self) -> None:
+        raise NotImplementedError
+
+    def _loaded(self) -> None:
+        """Read the entries of an index opened lazily (see the module docstring)."""
+        if self._last_on_disk is None:
+            return
+        self._last_on_disk = None
+        try:
+            self._read_entries(self._file.read_all())
+        except (CorruptIndexError, OSError) as exc:
+            log.warning("%s: %s; the index is rebuilt empty", self.path, exc)
+            self._clear_entries()
+            self._file.rewrite(b"")
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._last_on_disk is None
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    def __len__(self) -> int:
+        if self._last_on_disk is not None:
+            return self._file.entries_on_disk
+        return len(self._offsets)
+
+    @property
+    def is_full(self) -> bool:
+        return len(self) >= self.max_entries
+
+    def flush(self, *, fsync: bool = True) -> None:
+        self._file.flush(fsync=fsync)
+
+    def create_file(self) -> None:
+        """An empty index file on disk, as Kafka creates one with its segment."""
+        self._file.rewrite(b"")
+
+    def rename(self, path: Path) -> None:
+        self._file.rename(path)
+
+    def delete(self) -> None:
+        self._file.delete()
+
+
+class OffsetIndex(_SparseIndex):
+    """Maps offsets to file positions: each entry is a batch's last offset and its position."""
+
+    ENTRY = OFFSET_ENTRY
+
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        super().__init__(path, base_offset, max_entries)
+        self._positions = array("q")
 
     @classmethod
     def open_lazily(cls, path: Path, base_offset: int, max_entries: int) -> OffsetIndex:
@@ -136,35 +197,9 @@ class OffsetIndex:
             self._offsets.append(offset)
             self._positions.append(position)
 
-    def _loaded(self) -> None:
-        """Read the entries of an index opened lazily (see the module docstring)."""
-        if self._last_on_disk is None:
-            return
-        self._last_on_disk = None
-        try:
-            self._read_entries(self._file.read_all())
-        except (CorruptIndexError, OSError) as exc:
-            log.warning("%s: %s; the index is rebuilt empty", self.path, exc)
-            del self._offsets[:]
-            del self._positions[:]
-            self._file.rewrite(b"")
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._last_on_disk is None
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    def __len__(self) -> int:
-        if self._last_on_disk is not None:
-            return self._file.entries_on_disk
-        return len(self._offsets)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self) >= self.max_entries
+    def _clear_entries(self) -> None:
+        del self._offsets[:]
+        del self._positions[:]
 
     @property
     def last_entry(self) -> tuple[int, int]:
@@ -215,37 +250,15 @@ class OffsetIndex:
             )
         )
 
-    def flush(self, *, fsync: bool = True) -> None:
-        self._file.flush(fsync=fsync)
 
-    def create_file(self) -> None:
-        """An empty index file on disk, as Kafka creates one with its segment."""
-        self._file.rewrite(b"")
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def delete(self) -> None:
-        self._file.delete()
-
-
-class TimeIndex:
+class TimeIndex(_SparseIndex):
     """Maps timestamps to offsets: (largest timestamp so far, the offset that carried it)."""
 
-    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
-        self.base_offset = base_offset
-        self.max_entries = max_entries
-        self._file = _EntryFile(path, TIME_ENTRY.size)
-        self._timestamps = array("q")
-        self._offsets = array("q")
-        self._last_on_disk: tuple[int, int] | None = None
-        """The last entry while the entries are still on disk only (``open_lazily``)."""
+    ENTRY = TIME_ENTRY
 
-    @classmethod
-    def load(cls, path: Path, base_offset: int, max_entries: int) -> TimeIndex:
-        index = cls(path, base_offset, max_entries)
-        index._read_entries(index._file.read_all())
-        return index
+    def __init__(self, path: Path, base_offset: int, max_entries: int) -> None:
+        super().__init__(path, base_offset, max_entries)
+        self._timestamps = array("q")
 
     @classmethod
     def open_lazily(cls, path: Path, base_offset: int, max_entries: int) -> TimeIndex:
@@ -264,22 +277,9 @@ class TimeIndex:
             self._timestamps.append(timestamp)
             self._offsets.append(offset)
 
-    def _loaded(self) -> None:
-        """Read the entries of an index opened lazily (see the module docstring)."""
-        if self._last_on_disk is None:
-            return
-        self._last_on_disk = None
-        try:
-            self._read_entries(self._file.read_all())
-        except (CorruptIndexError, OSError) as exc:
-            log.warning("%s: %s; the index is rebuilt empty", self.path, exc)
-            del self._timestamps[:]
-            del self._offsets[:]
-            self._file.rewrite(b"")
-
-    @property
-    def is_loaded(self) -> bool:
-        return self._last_on_disk is None
+    def _clear_entries(self) -> None:
+        del self._timestamps[:]
+        del self._offsets[:]
 
     @property
     def last_entry(self) -> tuple[int, int] | None:
@@ -289,19 +289,6 @@ class TimeIndex:
         if not self._offsets:
             return None
         return self._timestamps[-1], self._offsets[-1]
-
-    @property
-    def path(self) -> Path:
-        return self._file.path
-
-    def __len__(self) -> int:
-        if self._last_on_disk is not None:
-            return self._file.entries_on_disk
-        return len(self._offsets)
-
-    @property
-    def is_full(self) -> bool:
-        return len(self) >= self.max_entries
 
     def entries(self) -> list[tuple[int, int]]:
         self._loaded()
@@ -344,16 +331,3 @@ class TimeIndex:
                 for t, o in zip(self._timestamps, self._offsets, strict=True)
             )
         )
-
-    def flush(self, *, fsync: bool = True) -> None:
-        self._file.flush(fsync=fsync)
-
-    def create_file(self) -> None:
-        """An empty index file on disk, as Kafka creates one with its segment."""
-        self._file.rewrite(b"")
-
-    def rename(self, path: Path) -> None:
-        self._file.rename(path)
-
-    def delete(self) -> None:
-        self._file.delete()
