@@ -48,7 +48,6 @@ from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
-from mirrorsim.broker.metrics.mirror_view import observe_mirrors
 from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.listeners import Listeners
@@ -60,6 +59,7 @@ from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetc
 from mirrorsim.broker.txn.service import TransactionService
 from mirrorsim.coordinator.lifecycle import MirrorLifecycle
 from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
+from mirrorsim.coordinator.metrics_view import observe_mirrors
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 
 log = logging.getLogger(__name__)
@@ -268,7 +268,7 @@ class Broker:
         # cluster mirroring: partition states, fetchers, failover
         self.mirrors = MirrorCoordinator(self)
         self.mirror_lifecycle = MirrorLifecycle(self)
-        observe_mirrors(self.metrics.mirror, self)
+        observe_mirrors(self.metrics.mirror, self.mirrors, self.replica_manager)
         resources.push_async_callback(self.mirrors.stop)
         await self.server.start()
         resources.push_async_callback(self._drain_listener)

@@ -28,6 +28,7 @@ from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.leader_epochs import bump_leader_epochs
+from mirrorsim.coordinator.mirror_lag import mirror_lag
 from mirrorsim.coordinator.state_machine import (
     NO_EPOCH,
     MirrorPartitionState,
@@ -284,7 +285,7 @@ def _partition_detail(broker: Any, topic: str, index: int) -> dict[str, Any]:
         "partition_index": index,
         "source_offset": source,
         "destination_offset": destination,
-        "lag": max(0, source - destination) if source >= 0 and destination >= 0 else -1,
+        "lag": -1 if (lag := mirror_lag(source, destination)) is None else lag,
         "state": (status.state if status is not None else MirrorPartitionState.UNKNOWN).name,
         "last_mirror_epoch": status.last_mirror_epoch if status is not None else NO_EPOCH,
     }

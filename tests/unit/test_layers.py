@@ -26,7 +26,7 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
     "protocol/": ("protocol",),
     "client/": ("client",),
     "broker/log/": ("broker.log",),
-    "mirror rules": ("coordinator.sync", "coordinator.state_machine"),
+    "mirror rules": ("coordinator.sync", "coordinator.state_machine", "coordinator.mirror_lag"),
     "broker settings": (
         "broker.config",
         "broker.kafka_config_names",

@@ -19,23 +19,29 @@ from mirrorsim.broker.metrics.mirror import (
     PartitionLag,
     fetcher_client_id,
 )
+from mirrorsim.broker.replica import ReplicaManager
+from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
+from mirrorsim.coordinator.mirror_lag import mirror_lag
 from mirrorsim.protocol.errors import KafkaError
 
 FAILED = "FAILED"
 
 
-def observe_mirrors(metrics: MirrorMetrics, broker: Any) -> None:
-    """Register the scrape-time callbacks over ``broker.mirrors`` (a MirrorCoordinator)."""
-    metrics.observe_fetchers(lambda: fetcher_view(metrics, broker))
-    metrics.observe_partition_states(lambda: partition_state_counts(broker.mirrors))
+def observe_mirrors(
+    metrics: MirrorMetrics, coordinator: MirrorCoordinator, replicas: ReplicaManager
+) -> None:
+    """Register the scrape-time callbacks over the coordinator and the local replicas."""
+    metrics.observe_fetchers(lambda: fetcher_view(metrics, coordinator, replicas))
+    metrics.observe_partition_states(lambda: partition_state_counts(coordinator))
 
 
-def partition_state_counts(coordinator: Any) -> dict[str, int]:
+def partition_state_counts(coordinator: MirrorCoordinator) -> dict[str, int]:
     return dict(Counter(status.state.name for status in coordinator.partitions.values()))
 
 
-def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
-    coordinator = broker.mirrors
+def fetcher_view(
+    metrics: MirrorMetrics, coordinator: MirrorCoordinator, replicas: ReplicaManager
+) -> MirrorFetcherView:
     fetching: dict[tuple[str, int], str] = {}
     live: list[str] = []
     networks: list[FetcherNetwork] = []
@@ -53,7 +59,7 @@ def fetcher_view(metrics: MirrorMetrics, broker: Any) -> MirrorFetcherView:
     lags = []
     for key, status in statuses.items():
         client_id = fetching.get(key) or metrics.last_fetcher_of(key)
-        lag = _lag(broker, key, status.source_high_watermark)
+        lag = _lag(replicas, key, status.source_high_watermark)
         if client_id is not None and lag is not None:
             lags.append(PartitionLag(client_id, key[0], key[1], lag))
     return MirrorFetcherView(
@@ -84,12 +90,10 @@ def _network(client: Any, key: Any) -> FetcherNetwork:
     )
 
 
-def _lag(broker: Any, key: tuple[str, int], source_high_watermark: int) -> int | None:
+def _lag(replicas: ReplicaManager, key: tuple[str, int], source_high_watermark: int) -> int | None:
     """DescribeMirrors' LAG for ``key``; None where it reports -1 (an offset is unknown)."""
     try:
-        destination = broker.replica_manager.partition(*key).log_end_offset
+        destination = replicas.partition(*key).log_end_offset
     except KafkaError:
         return None
-    if source_high_watermark < 0 or destination < 0:
-        return None
-    return max(0, source_high_watermark - destination)
+    return mirror_lag(source_high_watermark, destination)
