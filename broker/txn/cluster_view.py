@@ -7,15 +7,32 @@ group's coordinator, by the same mapping over ``offsets.topic.num.partitions``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mirrorsim.broker.group.ownership import coordinator_partition
+from mirrorsim.broker.metadata.models import BrokerRegistration
+from mirrorsim.broker.metadata.view import ClusterSnapshot
 from mirrorsim.broker.txn.state import GROUP_OFFSETS_TOPIC
 
 
+@runtime_checkable
+class TxnClusterHost(Protocol):
+    """What the coordinator's view of the cluster reads of its broker."""
+
+    @property
+    def broker_id(self) -> int: ...
+
+    @property
+    def snapshot(self) -> ClusterSnapshot: ...
+
+    def config(self, name: str) -> Any: ...
+
+    def live_brokers(self) -> list[BrokerRegistration]: ...
+
+
 class BrokerTxnCluster:
-    def __init__(self, broker: Any) -> None:
-        self._broker = broker  # mirrorsim.broker.server.Broker
+    def __init__(self, broker: TxnClusterHost) -> None:
+        self._broker = broker
 
     def _node_for(self, partition: int) -> int | None:
         live = self._broker.live_brokers()

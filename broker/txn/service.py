@@ -7,18 +7,44 @@ by sending markers, over the wire, possibly to this broker itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Protocol, runtime_checkable
 
+from mirrorsim.broker.group import GroupCoordinator
+from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.manager import wall_clock_ms
-from mirrorsim.broker.txn.cluster_view import BrokerTxnCluster
+from mirrorsim.broker.txn.cluster_view import BrokerTxnCluster, TxnClusterHost
 from mirrorsim.broker.txn.coordinator import TransactionCoordinator, TxnCoordinatorConfig
 from mirrorsim.broker.txn.markers import MarkerWriter
 from mirrorsim.broker.txn.pending_offsets import PendingTxnOffsets
 from mirrorsim.broker.txn.store import TxnStore
+from mirrorsim.client.config import ClientConfig
+
+
+@runtime_checkable
+class TxnServiceHost(TxnClusterHost, Protocol):
+    """What the transaction components need of their broker: its metadata store (the
+    transaction log), the group coordinator (transactional offsets), the replica manager
+    (producer ids) and how to reach its own cluster (markers)."""
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    @property
+    def groups(self) -> GroupCoordinator: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+    @property
+    def bootstrap(self) -> str: ...
+
+    @property
+    def inter_broker_client(self) -> ClientConfig: ...
 
 
 class TransactionService:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: TxnServiceHost) -> None:
         store = TxnStore(broker.store)
         cluster = BrokerTxnCluster(broker)
         self.pending_offsets = PendingTxnOffsets(store, broker.groups, cluster.offsets_partition)
