@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.broker.server import Broker
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import (
@@ -208,7 +209,7 @@ async def run(topic_count: int, group_count: int, data_dir: Path) -> dict[str, A
     }
 
 
-async def _until_mirroring(broker: Any, expected: int) -> int:
+async def _until_mirroring(broker: Broker, expected: int) -> int:
     """Wait (at most ``MIRRORING_TIMEOUT_S``) until every mirror partition is MIRRORING, so
     that establishing the mirror does not run inside the measured cycles; the count
     reached."""

@@ -12,9 +12,10 @@ import asyncio
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from mirrorsim.broker.auth.authorizer import AclAuthorizer, parse_super_users
+from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -60,20 +61,31 @@ class _CachedAcls:
 
 CLUSTER = CLUSTER_RESOURCE_NAME
 
-_cache: weakref.WeakKeyDictionary[Any, _CachedAcls] = weakref.WeakKeyDictionary()
-_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+@runtime_checkable
+class AclHost(Protocol):
+    """What authorization reads of its broker: the stored ACLs and the authorizer configs."""
+
+    @property
+    def store(self) -> MetadataStore: ...
+
+    def config(self, name: str) -> Any: ...
 
 
-def authorizer_enabled(broker: Any) -> bool:
+_cache: weakref.WeakKeyDictionary[AclHost, _CachedAcls] = weakref.WeakKeyDictionary()
+_locks: weakref.WeakKeyDictionary[AclHost, asyncio.Lock] = weakref.WeakKeyDictionary()
+
+
+def authorizer_enabled(broker: AclHost) -> bool:
     return bool(broker.config("authorizer.class.name"))
 
 
-def invalidate_acls(broker: Any) -> None:
+def invalidate_acls(broker: AclHost) -> None:
     """Called after this broker changed the ACLs so the next check sees the change."""
     _cache.pop(broker, None)
 
 
-async def current_authorizer(broker: Any) -> AclAuthorizer:
+async def current_authorizer(broker: AclHost) -> AclAuthorizer:
     max_age_s = int(broker.config("metadata.refresh.interval.ms")) / 1000
     cached = _cache.get(broker)
     if cached is not None and time.monotonic() - cached.loaded_at < max_age_s:

@@ -16,6 +16,7 @@ from typing import Any
 
 from mirrorsim.broker.config import TOPIC_CONFIGS
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.config_alterations import answer_each_resource
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
@@ -34,7 +35,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     return await answer_each_resource(ctx, body, _replace)
 
 
-async def _replace(broker: Any, resource: Any, validate_only: bool) -> None:
+async def _replace(broker: HandlerBroker, resource: Any, validate_only: bool) -> None:
     given = {c.name: c.value for c in resource.configs}
     name = resource.resource_name
     if resource.resource_type == ConfigResourceType.TOPIC:
@@ -64,7 +65,7 @@ def _user_topic_config(name: str) -> bool:
     return definition is None or not definition.internal
 
 
-def _broker_overrides(broker: Any, name: str) -> list[str]:
+def _broker_overrides(broker: HandlerBroker, name: str) -> list[str]:
     snapshot = broker.snapshot
     if name == CLUSTER_DEFAULT:
         return list(snapshot.dynamic_default_configs)

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.protocol.framing import RequestHeader
 
 
@@ -26,7 +27,7 @@ class ChannelThrottle:
 @dataclass(frozen=True, slots=True)
 class RequestContext:
     header: RequestHeader
-    broker: Any  # mirrorsim.broker.server.Broker; typed loosely to keep handlers import-light
+    broker: HandlerBroker
     client_host: str
     principal: str = "User:ANONYMOUS"
     session: Any = None  # mirrorsim.broker.network.session.SecuritySession of the connection

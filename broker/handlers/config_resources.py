@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -55,7 +56,7 @@ def group_name(name: str) -> str:
     return name
 
 
-async def current_topic(broker: Any, name: str) -> Any:
+async def current_topic(broker: HandlerBroker, name: str) -> Any:
     """The topic's record, reading the store once more if this broker's snapshot lacks it:
     a topic created through another broker a moment ago is not reported unknown."""
     topic = broker.snapshot.topics.get(name)

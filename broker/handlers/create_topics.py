@@ -14,6 +14,7 @@ from mirrorsim.broker.auth.enforcement import authorize_topic_creation
 from mirrorsim.broker.config import resolve_topic_config
 from mirrorsim.broker.group.offsets_topic import OFFSETS_TOPIC
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.controller import ZERO_UUID, NewTopicRequest
 from mirrorsim.broker.metadata.models import TopicRecord
@@ -75,7 +76,7 @@ def _mirror_topic_id(topic: Any) -> uuid.UUID | None:
     return mirror_info.topic_id or ZERO_UUID
 
 
-def _result(name: str, outcome: TopicRecord | KafkaError, broker: Any) -> dict[str, Any]:
+def _result(name: str, outcome: TopicRecord | KafkaError, broker: HandlerBroker) -> dict[str, Any]:
     if isinstance(outcome, KafkaError):
         return {
             "name": name,

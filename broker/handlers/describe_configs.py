@@ -28,6 +28,7 @@ from mirrorsim.broker.config import (
 )
 from mirrorsim.broker.group.dynamic_configs import describe_group_configs
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
     acl_resource,
@@ -77,7 +78,7 @@ async def _authorize(ctx: RequestContext, resource_type: int, name: str) -> None
         await authorize(ctx, AclOperation.DESCRIBE_CONFIGS, *acl)
 
 
-async def _describe(broker: Any, resource_type: int, name: str) -> list[ConfigValue]:
+async def _describe(broker: HandlerBroker, resource_type: int, name: str) -> list[ConfigValue]:
     if resource_type == ConfigResourceType.MIRROR:
         record = (await asyncio.to_thread(broker.store.mirrors)).get(name)
         if record is None:

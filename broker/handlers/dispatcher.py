@@ -19,6 +19,7 @@ from typing import Any
 
 from mirrorsim.broker.handlers.api_versions import unsupported_version_response
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.quota_throttle import apply_request_quota
 from mirrorsim.broker.metrics.requests import RequestMetrics, RequestTimes
 from mirrorsim.broker.network.connection import CloseConnection, Connection, RequestTiming
@@ -58,7 +59,7 @@ def preload_message_classes() -> None:
 
 
 class Dispatcher:
-    def __init__(self, broker: Any) -> None:
+    def __init__(self, broker: HandlerBroker) -> None:
         self._broker = broker
 
     async def __call__(

@@ -20,6 +20,7 @@ from typing import Any
 from mirrorsim.broker.auth.enforcement import denial
 from mirrorsim.broker.group.ownership import coordinator_id
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.mirror_ports import MirrorLifecyclePort
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.network.advertised import readvertised
@@ -86,7 +87,7 @@ def _found(key: str, node: Any) -> dict[str, Any]:
     }
 
 
-def _lookup(broker: Any, key: str, key_type: int) -> dict[str, Any]:
+def _lookup(broker: HandlerBroker, key: str, key_type: int) -> dict[str, Any]:
     config_name = _PARTITION_COUNT_CONFIG.get(key_type)
     live = broker.live_brokers()
     if config_name is None:

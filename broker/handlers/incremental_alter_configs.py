@@ -21,6 +21,7 @@ from typing import Any
 from mirrorsim.broker.config import ConfigError
 from mirrorsim.broker.group.dynamic_configs import GROUP_CONFIGS, validate_group_configs
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.config_alterations import answer_each_resource
 from mirrorsim.broker.handlers.config_resources import (
     ConfigResourceType,
@@ -48,7 +49,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     )
 
 
-async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
+async def _alter(broker: HandlerBroker, resource: Any, validate_only: bool) -> None:
     try:
         ops = [
             AlterConfigOp(c.name, AlterConfigOpType(c.config_operation), c.value)
@@ -76,7 +77,7 @@ async def _alter(broker: Any, resource: Any, validate_only: bool) -> None:
 
 
 async def _alter_group(
-    broker: Any, group_id: str, ops: list[AlterConfigOp], validate_only: bool
+    broker: HandlerBroker, group_id: str, ops: list[AlterConfigOp], validate_only: bool
 ) -> None:
     def change(current: dict[str, str]) -> dict[str, str]:
         configs = apply_alter_ops(current, ops, GROUP_CONFIGS)
@@ -93,7 +94,7 @@ async def _alter_group(
 
 
 async def _alter_mirror(
-    broker: Any, name: str, ops: list[AlterConfigOp], validate_only: bool
+    broker: HandlerBroker, name: str, ops: list[AlterConfigOp], validate_only: bool
 ) -> None:
     try:
         if validate_only:

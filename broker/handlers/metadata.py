@@ -25,6 +25,7 @@ from mirrorsim.broker.group.offsets_topic import (
     offsets_topic_leaders,
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.broker.network.advertised import advertised_brokers
@@ -145,7 +146,7 @@ def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) 
     }
 
 
-def _offsets_topic(broker: Any) -> dict[str, Any]:
+def _offsets_topic(broker: HandlerBroker) -> dict[str, Any]:
     """``__consumer_offsets`` as Kafka shows it (see ``broker/group/offsets_topic.py``)."""
     live = [b.broker_id for b in broker.live_brokers()]
     leaders = offsets_topic_leaders(int(broker.config("offsets.topic.num.partitions")), live)
@@ -170,7 +171,7 @@ def _offsets_topic(broker: Any) -> dict[str, Any]:
     }
 
 
-def _topic(record: TopicRecord, broker: Any) -> dict[str, Any]:
+def _topic(record: TopicRecord, broker: HandlerBroker) -> dict[str, Any]:
     live = {b.broker_id for b in broker.live_brokers()}
     partitions = []
     for p in record.partitions:

@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
+from mirrorsim.coordinator.state_machine import MirrorPartitionState, StateUpdate, StoredState
 from mirrorsim.protocol.errors import KafkaError
 
 TopicResults = dict[str, KafkaError | None]
@@ -53,3 +54,51 @@ class MirrorLifecyclePort(Protocol):
     def mirror_coordinator(self, mirror: str) -> int:
         """The broker id coordinating ``mirror`` (FindCoordinator's MIRROR key), -1 if none."""
         ...
+
+
+@runtime_checkable
+class MirrorPartitionView(Protocol):
+    """What DescribeMirrors reads of a partition the leader's mirror coordinator drives."""
+
+    @property
+    def state(self) -> MirrorPartitionState: ...
+
+    @property
+    def last_mirror_epoch(self) -> int: ...
+
+    @property
+    def source_high_watermark(self) -> int: ...
+
+
+@runtime_checkable
+class MirrorStatesPort(Protocol):
+    """The mirror coordinator's access to ``__mirror_state``, which ReadMirrorStates and
+    WriteMirrorStates serve (the local stores) and DescribeMirrors reads (any store)."""
+
+    @property
+    def topic_exists(self) -> bool: ...
+
+    async def read(
+        self, mirror: str, topic: str, partitions: Iterable[int]
+    ) -> Mapping[int, StoredState]: ...
+
+    def read_local(
+        self, mirror: str, topic: str, partitions: Iterable[int]
+    ) -> Mapping[int, StoredState]: ...
+
+    async def write_local(
+        self, mirror: str, topic: str, updates: Mapping[int, StateUpdate]
+    ) -> None: ...
+
+    async def remove_topics_local(self, mirror: str, topics: set[str]) -> None: ...
+
+
+@runtime_checkable
+class MirrorCoordinatorView(Protocol):
+    """The parts of the broker's mirror coordinator the state RPC handlers use."""
+
+    @property
+    def states(self) -> MirrorStatesPort: ...
+
+    @property
+    def partitions(self) -> Mapping[tuple[str, int], MirrorPartitionView]: ...

@@ -25,6 +25,7 @@ from typing import Any
 from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.mirror_feature import requires_mirroring
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.leader_epochs import bump_leader_epochs
@@ -255,11 +256,11 @@ async def _authorized_operations(ctx: RequestContext, mirror: str) -> int:
     return bits
 
 
-async def _mirror_names(broker: Any) -> set[str]:
+async def _mirror_names(broker: HandlerBroker) -> set[str]:
     return set(await asyncio.to_thread(broker.store.mirrors))
 
 
-def _led_topics(broker: Any, mirror: str) -> list[dict[str, Any]]:
+def _led_topics(broker: HandlerBroker, mirror: str) -> list[dict[str, Any]]:
     topics = []
     for name, topic in sorted(broker.snapshot.topics.items()):
         if parse_mirror_name(topic.configs.get(MIRROR_NAME)).mirror != mirror:
@@ -274,7 +275,7 @@ def _led_topics(broker: Any, mirror: str) -> list[dict[str, Any]]:
     return topics
 
 
-def _partition_detail(broker: Any, topic: str, index: int) -> dict[str, Any]:
+def _partition_detail(broker: HandlerBroker, topic: str, index: int) -> dict[str, Any]:
     status = broker.mirrors.partitions.get((topic, index))
     try:
         destination = broker.replica_manager.partition(topic, index).log_end_offset

@@ -24,6 +24,7 @@ from mirrorsim.broker.auth.scram import (
 )
 from mirrorsim.broker.config import listener_jaas_config_name
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import respond
 from mirrorsim.broker.network.sasl_gate import SASL_AUTHENTICATE_KEY, SASL_HANDSHAKE_KEY
 from mirrorsim.broker.network.session import SaslState, SecuritySession, ServerExchange
@@ -74,7 +75,7 @@ def jaas_plain_users(jaas_config: str | None) -> dict[str, str]:
     }
 
 
-def _exchange(broker: Any, mechanism: str, listener: str) -> ServerExchange:
+def _exchange(broker: HandlerBroker, mechanism: str, listener: str) -> ServerExchange:
     if mechanism == "PLAIN":
         jaas = broker.static_configs.get(listener_jaas_config_name(listener, mechanism))
         users = {**jaas_plain_users(jaas), **plain_users(broker.config("sasl.users"))}

@@ -16,6 +16,7 @@ from typing import Any
 
 from mirrorsim.broker.auth.enforcement import CLUSTER, is_authorized
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import respond
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.manager import wall_clock_ms
@@ -48,7 +49,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     return respond(body, {"markers": results})
 
 
-async def _write(broker: Any, marker: Any, topic: str, partition: int) -> ErrorCode:
+async def _write(broker: HandlerBroker, marker: Any, topic: str, partition: int) -> ErrorCode:
     if topic == GROUP_OFFSETS_TOPIC:
         pending: PendingTxnOffsets = broker.transactions.pending_offsets
         await pending.complete(marker.producer_id, partition, bool(marker.transaction_result))

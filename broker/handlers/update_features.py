@@ -16,6 +16,7 @@ from typing import Any
 
 from mirrorsim.broker.auth.enforcement import authorize
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.broker.metadata.features import FeatureUpdate, apply_updates
 from mirrorsim.protocol.acl import AclOperation, ResourceType
@@ -46,7 +47,9 @@ def _feature_update(key: Any) -> FeatureUpdate:
     return FeatureUpdate(key.feature, int(key.max_version_level), upgrade_type)
 
 
-async def _update_features(broker: Any, updates: list[FeatureUpdate], validate_only: bool) -> None:
+async def _update_features(
+    broker: HandlerBroker, updates: list[FeatureUpdate], validate_only: bool
+) -> None:
     controller_id = broker.broker_id
     if validate_only:
         current = await asyncio.to_thread(broker.store.finalized_features)

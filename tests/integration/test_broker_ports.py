@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import StartCluster
 
+from mirrorsim.broker.auth.enforcement import AclHost
+from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.mirror_ports import MirrorLifecyclePort
 from mirrorsim.broker.metadata.leader_epochs import LeaderEpochHost, LeaderEpochStore
 from mirrorsim.broker.txn.cluster_view import TxnClusterHost
@@ -40,6 +42,8 @@ from mirrorsim.coordinator.state_topic import (
 from mirrorsim.coordinator.sync_executor import SyncDestination
 
 PORTS = (
+    HandlerBroker,
+    AclHost,
     TxnClusterHost,
     TxnServiceHost,
     BrokerIdentity,
@@ -49,19 +53,25 @@ PORTS = (
     MetadataManagerHost,
     LifecycleHost,
 )
-COORDINATOR = Path(broker_ports.__file__).parent
+PRODUCT = Path(broker_ports.__file__).parent.parent
+PACKAGES = ("broker", "coordinator", "fetcher", "client", "protocol", "drills", "bench", "cli")
+PACKAGES += ("verify", "compare")
 DEFERRED = {"MirrorCoordinator": MirrorCoordinator, "MirrorMetadataManager": MirrorMetadataManager}
 """Classes the ports name only for type checkers (importing them there would be a cycle)."""
 
 
 def declared_classes(port: type) -> dict[str, type]:
-    """Each property of ``port`` (and its bases) whose declared type is a concrete class."""
+    """Each property of ``port`` (and its bases) whose declared type is a concrete class or
+    a runtime-checkable port."""
     classes: dict[str, type] = {}
     for base in reversed(port.__mro__):
         for name, member in vars(base).items():
             if isinstance(member, property) and member.fget is not None:
                 hint = typing.get_type_hints(member.fget, localns=DEFERRED).get("return")
-                if isinstance(hint, type) and not getattr(hint, "_is_protocol", False):
+                protocol = getattr(hint, "_is_protocol", False)
+                if isinstance(hint, type) and (
+                    not protocol or getattr(hint, "_is_runtime_protocol", False)
+                ):
                     classes[name] = hint
     return classes
 
@@ -75,14 +85,25 @@ async def test_a_started_broker_satisfies_the_port(start_cluster: StartCluster, 
         assert isinstance(getattr(broker, name), cls), f"{port.__name__}.{name}"
 
 
-def test_no_coordinator_module_takes_the_broker_as_any() -> None:
+def test_no_module_takes_the_broker_as_any() -> None:
+    """No parameter or annotated attribute named ``broker`` is ``Any`` anywhere in the
+    product: each component names the port it needs."""
     loose = []
-    for path in sorted(COORDINATOR.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.arg) and "broker" in node.arg:
-                annotation = ast.unparse(node.annotation) if node.annotation else "Any"
-                if annotation in ("Any", "object"):
-                    loose.append(f"{path.relative_to(COORDINATOR)}: {node.arg}: {annotation}")
+    for package in PACKAGES:
+        for path in sorted((PRODUCT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.arg):
+                    name, annotation = node.arg, node.annotation
+                elif isinstance(node, ast.AnnAssign):
+                    target = node.target
+                    name = target.attr if isinstance(target, ast.Attribute) else ast.unparse(target)
+                    annotation = node.annotation
+                else:
+                    continue
+                if name in ("broker", "_broker") and (
+                    annotation is None or ast.unparse(annotation) in ("Any", "object")
+                ):
+                    loose.append(f"{path.relative_to(PRODUCT)}:{node.lineno} {name}")
     assert loose == []
 
 
