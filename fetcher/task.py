@@ -448,7 +448,6 @@ class MirrorFetcherTask:
                                 "partition_index": mp.partition,
                                 "current_leader_epoch": -1,
                                 "timestamp": timestamp,
-                                "max_num_offsets": 1,
                             }
                         ],
                     }
