@@ -22,9 +22,8 @@ from mirrorsim.broker.metrics.mirror import (
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 from mirrorsim.coordinator.mirror_lag import mirror_lag
+from mirrorsim.coordinator.state_machine import MirrorPartitionState
 from mirrorsim.protocol.errors import KafkaError
-
-FAILED = "FAILED"
 
 
 def observe_mirrors(
@@ -35,8 +34,8 @@ def observe_mirrors(
     metrics.observe_partition_states(lambda: partition_state_counts(coordinator))
 
 
-def partition_state_counts(coordinator: MirrorCoordinator) -> dict[str, int]:
-    return dict(Counter(status.state.name for status in coordinator.partitions.values()))
+def partition_state_counts(coordinator: MirrorCoordinator) -> dict[MirrorPartitionState, int]:
+    return dict(Counter(status.state for status in coordinator.partitions.values()))
 
 
 def fetcher_view(
@@ -66,7 +65,9 @@ def fetcher_view(
         partition_lags=lags,
         dead_thread_count=dead,
         failed_partitions_count=sum(
-            1 for s in statuses.values() if s.state.name == FAILED or s.failure is not None
+            1
+            for s in statuses.values()
+            if s.state is MirrorPartitionState.FAILED or s.failure is not None
         ),
         min_fetch_rate=min((metrics.fetch_rate(c) for c in live), default=0.0),
         throttled_byte_rate=coordinator.fetchers.quota.byte_rate(),

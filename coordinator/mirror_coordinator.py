@@ -69,6 +69,10 @@ from mirrorsim.coordinator.source_deletions import effective_mirror_name
 from mirrorsim.coordinator.source_pool import connection_settings
 from mirrorsim.coordinator.state_client import MirrorStateClient
 from mirrorsim.coordinator.state_machine import (
+    ENTRY_ACTIONS,
+    IN_FLIGHT,
+    EntryAction,
+    InFlightWork,
     MirrorEvent,
     MirrorPartitionKey,
     MirrorPartitionState,
@@ -368,9 +372,10 @@ class MirrorCoordinator:
         status.truncation_wait_since_ms = None
         if new is not S.FAILED:
             status.failure = None
-        if new is S.MIRRORING:
+        action = ENTRY_ACTIONS[new]
+        if action is EntryAction.START_FETCHING:
             await self._start_fetching(status)
-        elif new in (S.PAUSING, S.FAILED, S.PREPARING):
+        elif action is EntryAction.REMOVE_FETCHER:
             self.fetchers.remove_partition(key)
         if new is S.FAILED:
             log.error("mirror partition %s-%d failed: %s", *key, status.failure)
@@ -382,16 +387,19 @@ class MirrorCoordinator:
     async def _run_in_flight(
         self, status: MirrorPartitionStatus, assignment: PartitionAssignment
     ) -> MirrorEvent | None:
-        """The work of a transient state, and the event that completes it."""
-        if status.state is S.PREPARING:
+        """The work of a transient state (``IN_FLIGHT``), and its completion event once
+        the work is done; None for a stable state or while the work must wait."""
+        found = IN_FLIGHT.get(status.state)
+        if found is None:
+            return None
+        work, completion = found
+        if work is InFlightWork.PREPARE:
             return await self._prepare(status)
-        if status.state is S.PAUSING:
+        if work is InFlightWork.REMOVE_FETCHER:
             self.fetchers.remove_partition((status.key.topic, status.key.partition))
-            return MirrorEvent.FETCHERS_REMOVED
-        if status.state is S.STOPPING:
+        else:
             await self._stop(status, assignment)
-            return MirrorEvent.STOP_COMPLETE
-        return None
+        return completion
 
     # -- entry actions -------------------------------------------------------------------
 

@@ -25,7 +25,9 @@ MIRRORING; nothing is queued.
 
 The table is data (:data:`TRANSITIONS`); anything not in it raises
 :class:`IllegalMirrorTransition` and leaves the caller's state untouched (states are
-values, so there is nothing to corrupt).
+values, so there is nothing to corrupt). What the leader does on entering a state
+(:data:`ENTRY_ACTIONS`) and the work of the transient states (:data:`IN_FLIGHT`) are data
+next to it; the coordinator only maps each action to its code.
 
 FAILED → STOPPING is not in the spec's "Valid from" list for STOPPING, but the spec's
 FAILED paragraph prescribes exactly that restart path (remove the topic from the mirror,
@@ -118,6 +120,45 @@ TRANSITIONS: dict[tuple[MirrorPartitionState, MirrorEvent], MirrorPartitionState
     **{(state, E.FAILURE): S.FAILED for state in S},
 }
 """``(state, event) → next state``: the only legal moves."""
+
+
+class EntryAction(enum.Enum):
+    """What the leader does to a partition's fetching on entering a state."""
+
+    START_FETCHING = "hand the partition to a mirror fetcher"
+    REMOVE_FETCHER = "take the partition off its mirror fetcher"
+    NOTHING = "leave fetching as it is"
+
+
+ENTRY_ACTIONS: dict[MirrorPartitionState, EntryAction] = {
+    S.PREPARING: EntryAction.REMOVE_FETCHER,
+    S.MIRRORING: EntryAction.START_FETCHING,
+    S.PAUSING: EntryAction.REMOVE_FETCHER,
+    S.PAUSED: EntryAction.NOTHING,
+    S.STOPPING: EntryAction.NOTHING,
+    S.STOPPED: EntryAction.NOTHING,
+    S.FAILED: EntryAction.REMOVE_FETCHER,
+    S.UNKNOWN: EntryAction.NOTHING,
+}
+"""Every state's entry action. STOPPING removes the fetcher as the first step of its own
+work (the stop sequence must hold the partition while it cuts the log)."""
+
+
+class InFlightWork(enum.Enum):
+    """The work a transient state runs until its completion event."""
+
+    PREPARE = "LME truncation here, then wait for every ISR member's cut"
+    REMOVE_FETCHER = "take the partition off its mirror fetcher"
+    STOP = "remove the fetcher, cut at the LSO, persist the LME, bump the epoch, PID reset"
+
+
+IN_FLIGHT: dict[MirrorPartitionState, tuple[InFlightWork, MirrorEvent]] = {
+    S.PREPARING: (InFlightWork.PREPARE, E.TRUNCATION_COMPLETE),
+    S.PAUSING: (InFlightWork.REMOVE_FETCHER, E.FETCHERS_REMOVED),
+    S.STOPPING: (InFlightWork.STOP, E.STOP_COMPLETE),
+}
+"""The transient states: their work and the event that completes it (PREPARE may need
+several rounds; the others complete in one). Every other state waits for a request."""
 
 del S, E
 

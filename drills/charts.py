@@ -14,19 +14,22 @@ import itertools
 
 import matplotlib.pyplot as plt
 
+from mirrorsim.coordinator.state_machine import MirrorPartitionState
 from mirrorsim.drills.context import Event
 from mirrorsim.drills.sampler import Sample
 
 MARKED = {"failover": "tab:red", "failback": "tab:green", "cluster killed": "black"}
-STATE_COLORS = {
-    "PREPARING": "tab:olive",
-    "MIRRORING": "tab:blue",
-    "PAUSING": "tab:purple",
-    "PAUSED": "tab:pink",
-    "STOPPING": "tab:orange",
-    "STOPPED": "tab:gray",
-    "FAILED": "tab:red",
+STATE_COLORS: dict[MirrorPartitionState, str] = {
+    MirrorPartitionState.PREPARING: "tab:olive",
+    MirrorPartitionState.MIRRORING: "tab:blue",
+    MirrorPartitionState.PAUSING: "tab:purple",
+    MirrorPartitionState.PAUSED: "tab:pink",
+    MirrorPartitionState.STOPPING: "tab:orange",
+    MirrorPartitionState.STOPPED: "tab:gray",
+    MirrorPartitionState.FAILED: "tab:red",
+    MirrorPartitionState.UNKNOWN: "tab:brown",
 }
+"""One colour per partition state, the same in every drill's timeline."""
 
 
 def throughput(samples: Sequence[Sample], attribute: str) -> list[float]:
@@ -51,12 +54,12 @@ def timeline_chart(
     rate_ax.plot(times, throughput(samples, "acked"), label="acknowledged/s")
     rate_ax.plot(times, throughput(samples, "consumed"), label="consumed/s")
     rate_ax.set_ylabel("records per second")
-    states = [s for s in STATE_COLORS if any(s in x.states for x in samples)]
+    states = [s for s in STATE_COLORS if any(s.name in x.states for x in samples)]
     if states:
         state_ax.stackplot(
             times,
-            [[x.states.get(s, 0) for x in samples] for s in states],
-            labels=states,
+            [[x.states.get(s.name, 0) for x in samples] for s in states],
+            labels=[s.name for s in states],
             colors=[STATE_COLORS[s] for s in states],
         )
     state_ax.set_ylabel("mirror partitions")

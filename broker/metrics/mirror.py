@@ -22,16 +22,25 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from mirrorsim.broker.metrics.rate import RateMeter
+from mirrorsim.coordinator.state_machine import MirrorPartitionState
 
 MIRROR_REPLICA_CLIENT_ID = "MirrorReplica"
-PARTITION_STATE_GAUGES = {
-    "MIRRORING": "mirroring",
-    "PREPARING": "preparing",
-    "STOPPING": "stopping",
-    "STOPPED": "stopped",
-    "FAILED": "failed",
-    "PAUSED": "paused",
+PARTITION_STATE_GAUGES: dict[MirrorPartitionState, str] = {
+    MirrorPartitionState.MIRRORING: "mirroring",
+    MirrorPartitionState.PREPARING: "preparing",
+    MirrorPartitionState.STOPPING: "stopping",
+    MirrorPartitionState.STOPPED: "stopped",
+    MirrorPartitionState.FAILED: "failed",
+    MirrorPartitionState.PAUSED: "paused",
 }
+"""The spec's partition-state gauges (and PAUSED, which an operator of a paused mirror
+watches), each named after its state."""
+
+STATES_WITHOUT_GAUGE: dict[MirrorPartitionState, str] = {
+    MirrorPartitionState.PAUSING: "lasts one step (the fetcher's removal); the spec has none",
+    MirrorPartitionState.UNKNOWN: "a partition the coordinator does not drive is not counted",
+}
+"""States deliberately not exported, and why: with the gauges, every state is named."""
 
 
 def fetcher_client_id(source_broker_id: int, fetcher_id: int, mirror: str) -> str:
@@ -132,8 +141,10 @@ class MirrorMetrics:
     def observe_fetchers(self, view: Callable[[], MirrorFetcherView]) -> None:
         self._fetchers = view
 
-    def observe_partition_states(self, counts: Callable[[], Mapping[str, int]]) -> None:
-        """``counts()`` maps a state name (MIRRORING, FAILED...) to its partition count."""
+    def observe_partition_states(
+        self, counts: Callable[[], Mapping[MirrorPartitionState, int]]
+    ) -> None:
+        """``counts()`` maps a state to its partition count."""
         self._partition_states = counts
 
     def fetcher_stats(self, source_broker_id: int, fetcher_id: int, mirror: str) -> FetcherStats:
@@ -184,7 +195,7 @@ class MirrorMetrics:
     def fetcher_view(self) -> MirrorFetcherView:
         return self._fetchers()
 
-    def partition_state_counts(self) -> Mapping[str, int]:
+    def partition_state_counts(self) -> Mapping[MirrorPartitionState, int]:
         return self._partition_states()
 
 
@@ -254,7 +265,7 @@ class _LiveStateCollector(Collector):
         for state, name in PARTITION_STATE_GAUGES.items():
             yield GaugeMetricFamily(
                 f"kafka_server_mirror_{name}_partition_state",
-                f"Partitions in {state} state.",
+                f"Partitions in {state.name} state.",
                 value=counts.get(state, 0),
             )
 

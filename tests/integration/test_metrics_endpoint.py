@@ -19,6 +19,7 @@ from mirrorsim.broker.metrics import MirrorFetcherView, PartitionLag, SyncError
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.coordinator.state_machine import MirrorPartitionState
 
 
 def http_get(url: str) -> tuple[int, str]:
@@ -104,7 +105,9 @@ async def test_mirror_metrics_read_live_state_at_scrape_time(
     broker.metrics.mirror.observe_fetchers(
         lambda: MirrorFetcherView(partition_lags=list(lags), failed_partitions_count=1)
     )
-    broker.metrics.mirror.observe_partition_states(lambda: {"MIRRORING": 4, "FAILED": 1})
+    broker.metrics.mirror.observe_partition_states(
+        lambda: {MirrorPartitionState.MIRRORING: 4, MirrorPartitionState.FAILED: 1}
+    )
     broker.metrics.mirror.record_fetch(
         client_id="MirrorFetcherThread-1-0-my-mirror",
         broker_host="src",
@@ -162,7 +165,7 @@ async def test_prometheus_scrapes_a_broker(
     start_cluster: Callable[..., Any], free_port: Callable[[], int], wait_for: Any, tmp_path: Path
 ) -> None:
     broker = (await start_cluster()).brokers[0]
-    broker.metrics.mirror.observe_partition_states(lambda: {"MIRRORING": 7})
+    broker.metrics.mirror.observe_partition_states(lambda: {MirrorPartitionState.MIRRORING: 7})
     config = tmp_path / "prometheus.yml"
     config.write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
