@@ -1,11 +1,14 @@
-"""The metadata store on SQLite: migrations, concurrent openers, CRUD, committed offsets."""
+"""The metadata store suite: migrations, concurrent openers, CRUD, committed offsets.
+
+It needs a ``url`` fixture naming a fresh database; test_metadata_store.py collects it on
+SQLite files, test_postgres.py on a private PostgreSQL server.
+"""
 
 from __future__ import annotations
 
 import threading
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -37,13 +40,6 @@ from mirrorsim.protocol.acl import (
     PatternType,
     ResourceType,
 )
-
-
-@pytest.fixture
-def url(tmp_path: Path) -> str:
-    """A fresh database: here a SQLite file; test_postgres.py runs this suite again on a
-    private PostgreSQL server by overriding this fixture."""
-    return f"sqlite:///{tmp_path / 'metadata.db'}"
 
 
 @pytest.fixture
