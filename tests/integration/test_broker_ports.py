@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import StartCluster
+from helpers.clusters import StartCluster
 
 from mirrorsim.broker.handlers.mirror_ports import MirrorLifecyclePort
 from mirrorsim.broker.metadata.leader_epochs import LeaderEpochHost, LeaderEpochStore

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from test_mirror_helpers import MIRROR, produce
-from test_mirror_scenarios import (
+from helpers.mirror_scenarios import (
     CONFIGS,
     TOPIC,
     _every_replica_equals,
@@ -21,7 +20,8 @@ from test_mirror_scenarios import (
     _source_with_records,
     _state,
 )
-from test_replication import create_topic, stop
+from helpers.mirrors import MIRROR, produce
+from helpers.replication import create_topic, stop
 
 from mirrorsim.client import Admin
 from mirrorsim.fetcher.plan import EpochSupport
