@@ -30,11 +30,11 @@ CONFIGS = {
 Fingerprint = tuple[int, int, int, bytes]
 
 
-def _fingerprint(batch: RawBatch) -> Fingerprint:
+def fingerprint(batch: RawBatch) -> Fingerprint:
     return batch.base_offset, batch.last_offset, batch.partition_leader_epoch, bytes(batch.data)
 
 
-def _replica_logs(cluster: Any, topic: str = TOPIC) -> dict[int, list[Fingerprint]]:
+def replica_logs(cluster: Any, topic: str = TOPIC) -> dict[int, list[Fingerprint]]:
     """Every broker's copy of partition 0, batch by batch."""
     logs = {}
     for b in cluster.brokers:
@@ -42,30 +42,32 @@ def _replica_logs(cluster: Any, topic: str = TOPIC) -> dict[int, list[Fingerprin
             log = b.replica_manager.partition(topic, 0).log
         except Exception:
             continue
-        logs[b.broker_id] = [_fingerprint(x) for x in log.batches()]
+        logs[b.broker_id] = [fingerprint(x) for x in log.batches()]
     return logs
 
 
-def _leader(cluster: Any, topic: str = TOPIC) -> Any:
+def leader_of(cluster: Any, topic: str = TOPIC) -> Any:
     row = cluster.brokers[0].snapshot.topics[topic].partitions[0]
     return broker(cluster, row.leader)
 
 
-def _every_replica_equals(cluster: Any, expected: list[Fingerprint], replicas: int = 3) -> bool:
-    logs = _replica_logs(cluster)
+def every_replica_equals(cluster: Any, expected: list[Fingerprint], replicas: int = 3) -> bool:
+    logs = replica_logs(cluster)
     return len(logs) == replicas and all(log == expected for log in logs.values())
 
 
-def _state(cluster: Any, topic: str = TOPIC) -> str | None:
+def partition_mirror_state(cluster: Any, topic: str = TOPIC) -> str | None:
     try:
-        leader = _leader(cluster, topic)
+        leader = leader_of(cluster, topic)
     except StopIteration:
         return None
     status = leader.mirrors.partitions.get((topic, 0))
     return None if status is None else status.state.name
 
 
-async def _mirror(destination: Any, source: Any, wait_for: Any, *, create: bool = True) -> None:
+async def start_mirror(
+    destination: Any, source: Any, wait_for: Any, *, create: bool = True
+) -> None:
     """Create the mirror and add the topic, retrying retriable errors: a ``__mirror_state``
     partition whose leader was just stopped answers COORDINATOR_NOT_AVAILABLE until the
     next leader has loaded it."""
@@ -85,13 +87,15 @@ async def _mirror(destination: Any, source: Any, wait_for: Any, *, create: bool 
         await wait_for(added, timeout=15, message="AddTopicsToMirror to succeed")
 
 
-async def _fail_over(cluster: Any, wait_for: Any) -> None:
+async def fail_over(cluster: Any, wait_for: Any) -> None:
     async with Admin(bootstrap=cluster.bootstrap) as admin:
         (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
-    await wait_for(lambda: _state(cluster) == "STOPPED", timeout=20, message="STOPPED")
+    await wait_for(
+        lambda: partition_mirror_state(cluster) == "STOPPED", timeout=20, message="STOPPED"
+    )
 
 
-async def _source_with_records(start_cluster: Any, count: int) -> Any:
+async def source_with_records(start_cluster: Any, count: int) -> Any:
     source = await start_cluster("primary", brokers=3, configs=CONFIGS)
     await create_topic(source, TOPIC)
     await produce(source.bootstrap, TOPIC, count, tag="a")
