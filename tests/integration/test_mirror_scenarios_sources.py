@@ -1,7 +1,9 @@
-"""More of the spec's mirroring scenarios on two 3-broker clusters with RF=3 topics.
+"""The spec's mirroring scenarios about the source: an open transaction at failover, a
+compacted source, a source leader move, partition expansion, a source without the new RPCs.
 
-Each test compares the mirrored prefix batch for batch (base offset, last offset, leader
-epoch, bytes) on every destination replica, and the exact offsets a cut removed.
+All run on two 3-broker clusters with RF=3 topics. Each test compares the mirrored prefix
+batch for batch (base offset, last offset, leader epoch, bytes) on every destination
+replica, and the exact offsets a cut removed.
 """
 
 from __future__ import annotations
