@@ -13,9 +13,10 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pytest
+from helpers.clusters import StartCluster
 from hypothesis import settings
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
@@ -46,15 +47,6 @@ async def wait_for(
         return await wait_until(predicate, timeout, message, retry_on=(), interval=POLL_INTERVAL_S)
     except DrillTimeout as timed_out:
         pytest.fail(str(timed_out))
-
-
-class StartCluster(Protocol):
-    def __call__(
-        self,
-        name: str = "primary",
-        brokers: int = 1,
-        configs: Mapping[str, Any] | None = None,
-    ) -> Awaitable[ClusterRunner]: ...
 
 
 @pytest.fixture(name="free_port", scope="session")

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
+from helpers.tiny_broker import TinyBroker, TopicSpec, response
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import OffsetAndMetadata, TopicPartition

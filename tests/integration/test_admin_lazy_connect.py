@@ -7,7 +7,7 @@ import socket
 import time
 
 import pytest
-from test_client_tiny_broker import TinyBroker, TopicSpec
+from helpers.tiny_broker import TinyBroker, TopicSpec
 
 from mirrorsim.client import Admin, KafkaConnectionError
 

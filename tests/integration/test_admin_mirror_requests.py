@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
+from helpers.mirror_admin_answers import MIRROR_KEYS, answer_with
+from helpers.tiny_broker import TinyBroker, TopicSpec
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import MirrorPartitionDescription
@@ -14,18 +15,7 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.framing import Request
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
-MIRROR_KEYS = {int(key): (0, 0) for key in MirrorApiKey}
 FAST = {"retry.backoff.ms": "1", "retry.backoff.max.ms": "5", "default.api.timeout.ms": "5000"}
-
-
-def answer_with(
-    fields: dict[str, Any] | Callable[[Request], dict[str, Any]],
-) -> Callable[[Request], Awaitable[Any]]:
-    async def handle(request: Request) -> Any:
-        body = fields(request) if callable(fields) else fields
-        return response(request.header.api_key, request.header.api_version, body)
-
-    return handle
 
 
 @pytest.fixture

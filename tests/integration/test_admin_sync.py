@@ -8,7 +8,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from test_client_tiny_broker import TinyBroker, TopicSpec, response
+from helpers.tiny_broker import TinyBroker, TopicSpec, response
 
 from mirrorsim.client import Admin
 from mirrorsim.protocol.errors import ErrorCode, KafkaError

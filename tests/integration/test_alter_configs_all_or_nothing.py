@@ -19,7 +19,7 @@ from confluent_kafka.admin import (
     NewTopic,
     ResourceType,
 )
-from test_broker_fixes_configs import FAST
+from helpers.broker_configs import FAST
 
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.broker.server import Broker

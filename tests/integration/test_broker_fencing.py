@@ -16,8 +16,17 @@ import time
 from typing import Any
 
 import pytest
-from test_controlled_shutdown import stored_partition
-from test_replication import FAST, TOPIC, broker, create_topic, in_sync, produce, restart, stop
+from helpers.replication import (
+    FAST,
+    TOPIC,
+    broker,
+    create_topic,
+    in_sync,
+    produce,
+    restart,
+    stop,
+    stored_partition,
+)
 
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.controller.alter_partition import BrokerSession, PartitionWriter

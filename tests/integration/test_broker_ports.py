@@ -15,7 +15,7 @@ import typing
 from pathlib import Path
 
 import pytest
-from conftest import StartCluster
+from helpers.clusters import StartCluster
 
 from mirrorsim.broker.auth.enforcement import AclHost
 from mirrorsim.broker.handlers.broker_port import HandlerBroker

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from test_mirror_states_authorization import SECURED, sasl, sasl_bootstrap
+from helpers.sasl import SECURED, sasl, sasl_bootstrap
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType

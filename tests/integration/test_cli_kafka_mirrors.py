@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from test_admin_mirror_requests import MIRROR_KEYS, answer_with
-from test_client_tiny_broker import TinyBroker, TopicSpec
+from helpers.mirror_admin_answers import MIRROR_KEYS, answer_with
+from helpers.tiny_broker import TinyBroker, TopicSpec
 
 from mirrorsim.cli.kafka_mirrors import main
 from mirrorsim.protocol.errors import ErrorCode

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
-from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
+from helpers.tiny_broker import METADATA, TinyBroker, TopicSpec, response
 
 from mirrorsim.client.cluster import ClusterClient, CoordinatorType, RequestSpec
 from mirrorsim.client.errors import KafkaConnectionError

@@ -7,7 +7,7 @@ import datetime
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
-from test_client_tiny_broker import METADATA, TinyBroker, TopicSpec, response
+from helpers.tiny_broker import METADATA, TinyBroker, TopicSpec, response
 
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, UnsupportedVersion

@@ -6,15 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_replication import FAST, TOPIC, create_topic, in_sync, produce, restart, stop
+from helpers.replication import (
+    FAST,
+    create_topic,
+    in_sync,
+    produce,
+    restart,
+    stop,
+    stored_partition,
+)
 
-from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.protocol.errors import ErrorCode
-
-
-def stored_partition(cluster: ClusterRunner) -> Any:
-    """Partition 0 as the metadata store has it now (not a broker's last refresh)."""
-    return cluster.brokers[0].store.snapshot().topics[TOPIC].partitions[0]
 
 
 async def test_a_stopped_follower_has_left_the_isr_when_stop_returns(

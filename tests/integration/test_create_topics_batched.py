@@ -9,9 +9,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of
 
 from mirrorsim.broker.metadata.controller import MetadataController, NewTopicRequest
 from mirrorsim.broker.metadata.models import TopicRecord

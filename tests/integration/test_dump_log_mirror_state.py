@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, produce
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, produce
 
 from mirrorsim.broker.metadata.ids import to_base64
 from mirrorsim.cli.main import cli

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from test_replication import (
+from helpers.replication import (
     FAST,
     TOPIC,
     broker,

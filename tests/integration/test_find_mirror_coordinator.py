@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_metadata_sync import DESTINATION_CONFIGS
-from test_mirror_helpers import MIRROR
+from helpers.metadata_sync import DESTINATION_CONFIGS
+from helpers.mirrors import MIRROR
 
 from mirrorsim.client import Admin
 from mirrorsim.client.cluster import RequestSpec

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from test_replication import FAST
+from helpers.replication import FAST
 
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.metadata import MetadataStore, PartitionAssignment, TopicRecord

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_metadata_sync import (
+from helpers.metadata_sync import (
     DESTINATION_CONFIGS,
     SOURCE_CONFIGS,
     manager_of,
@@ -15,7 +15,7 @@ from test_metadata_sync import (
     set_source_config,
     topic_configs,
 )
-from test_mirror_helpers import MIRROR
+from helpers.mirrors import MIRROR
 
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client import Admin

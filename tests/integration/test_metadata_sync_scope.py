@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
-from test_metadata_sync import (
+from helpers.metadata_sync import (
     DESTINATION_CONFIGS,
     SOURCE_CONFIGS,
     manager_of,
@@ -18,7 +18,7 @@ from test_metadata_sync import (
     set_source_config,
     topic_configs,
 )
-from test_mirror_helpers import MIRROR, mirror_state
+from helpers.mirrors import MIRROR, mirror_state
 
 from mirrorsim.broker.handlers.base import HANDLERS, RequestContext
 from mirrorsim.client import Admin

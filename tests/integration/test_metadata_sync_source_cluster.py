@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from test_metadata_sync import DESTINATION_CONFIGS, mirror_topic
-from test_mirror_helpers import MIRROR
+from helpers.metadata_sync import DESTINATION_CONFIGS, mirror_topic
+from helpers.mirrors import MIRROR
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
 from mirrorsim.broker.metrics.mirror import SyncError

@@ -13,31 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from helpers.metrics import http_get, scrape
 
 from mirrorsim.broker.metrics import MirrorFetcherView, PartitionLag, SyncError
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.coordinator.state_machine import MirrorPartitionState
-
-
-def http_get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, ""
-
-
-async def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    status, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
-    assert status == 200
-    return {
-        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-    }
 
 
 def test_metrics_port_rules() -> None:

@@ -9,9 +9,9 @@ import os
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from test_metrics_endpoint import scrape
-from test_metrics_mirror_states_and_errors import promtool_problems
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, mirrored_up_to, produce
+from helpers.metrics import scrape
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, mirrored_up_to, produce
+from helpers.promtool import promtool_problems
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from aiokafka import AIOKafkaProducer
-from test_metrics_endpoint import scrape
-from test_mirror_helpers import (
+from helpers.metrics import scrape
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,

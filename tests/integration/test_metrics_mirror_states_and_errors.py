@@ -10,20 +10,18 @@ the topic in STOPPING once it is removed. Each scrape passes ``promtool check me
 
 from __future__ import annotations
 
-import asyncio
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
-from test_metrics_endpoint import http_get, scrape
-from test_mirror_helpers import MIRROR, produce
-from test_mirror_write_gate import Hold
-from test_security_last_mirrored_epochs import (
+from helpers.metrics import scrape
+from helpers.mirror_credentials import (
     MIRROR_CREDENTIALS,
     SECURED_SOURCE,
     sasl_bootstrap,
 )
+from helpers.mirrors import MIRROR, produce
+from helpers.promtool import promtool_problems
+from helpers.write_gate import Hold
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
@@ -49,23 +47,6 @@ def only(state: str) -> dict[str, float]:
 
 def sync_errors(samples: dict[Any, float], kind: str) -> float:
     return samples[(f"kafka_server_mirror_{kind}_total", ())]
-
-
-async def promtool_problems(port: int) -> str:
-    """The scrape is read off the event loop, which serves it."""
-    if shutil.which("promtool") is None:
-        return ""
-    _, text = await asyncio.to_thread(http_get, f"http://127.0.0.1:{port}/metrics")
-    checked = await asyncio.to_thread(
-        subprocess.run,
-        ["promtool", "check", "metrics"],
-        input=text,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    return checked.stdout + checked.stderr
 
 
 async def test_state_gauges_and_sync_errors_follow_real_failures(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from test_mirror_helpers import MIRROR
+from helpers.mirrors import MIRROR
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

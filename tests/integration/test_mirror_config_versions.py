@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_mirror_helpers import MIRROR
+from helpers.mirrors import MIRROR
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS
 
 from mirrorsim.cli.main import cli
 from mirrorsim.client import Admin

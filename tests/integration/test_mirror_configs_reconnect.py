@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, partition_log, produce
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, partition_log, produce
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import (

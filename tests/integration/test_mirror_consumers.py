@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,

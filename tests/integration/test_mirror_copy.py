@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as AIOKafkaError
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,

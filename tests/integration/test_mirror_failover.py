@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,
@@ -17,7 +17,7 @@ from test_mirror_helpers import (
     produce,
     produce_error_code,
 )
-from test_replication import restart, stop
+from helpers.replication import restart, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin

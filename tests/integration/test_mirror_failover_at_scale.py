@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,

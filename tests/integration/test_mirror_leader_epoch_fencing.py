@@ -14,7 +14,7 @@ import datetime
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirrored_up_to, produce
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, mirrored_up_to, produce
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     broker_of,

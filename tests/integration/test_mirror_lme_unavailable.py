@@ -12,8 +12,8 @@ import uuid
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, produce, produce_error_code
-from test_replication import FAST, broker, stop
+from helpers.mirrors import MIRROR, produce, produce_error_code
+from helpers.replication import FAST, broker, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.broker.server import Broker

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, partition_log
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, partition_log
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

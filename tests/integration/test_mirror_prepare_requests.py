@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, produce
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, mirror_state, produce
 
 from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.client import Admin

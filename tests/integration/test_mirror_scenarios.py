@@ -10,112 +10,38 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from test_mirror_helpers import MIRROR, produce
-from test_replication import broker, create_topic, restart, stop
+from helpers.mirror_scenarios import (
+    CONFIGS,
+    TOPIC,
+    every_replica_equals,
+    fail_over,
+    leader_of,
+    partition_mirror_state,
+    replica_logs,
+    source_with_records,
+    start_mirror,
+)
+from helpers.mirrors import MIRROR, produce
+from helpers.replication import restart, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import TopicPartition
-from mirrorsim.protocol.errors import KafkaError
-from mirrorsim.protocol.records import RawBatch
-
-TOPIC = "orders"
-CONFIGS = {
-    "mirror.topic.num.partitions": 3,
-    "mirror.fetch.max.wait.ms": 50,
-    "default.replication.factor": 3,
-    "replica.fetch.wait.max.ms": 50,
-    "replica.fetch.backoff.ms": 50,
-    "replica.lag.time.max.ms": 1500,
-    "broker.heartbeat.interval.ms": 200,
-    "broker.session.timeout.ms": 1000,
-    "metadata.refresh.interval.ms": 100,
-    "controlled.shutdown.enable": "false",
-}
-Fingerprint = tuple[int, int, int, bytes]
-
-
-def _fingerprint(batch: RawBatch) -> Fingerprint:
-    return batch.base_offset, batch.last_offset, batch.partition_leader_epoch, bytes(batch.data)
-
-
-def _replica_logs(cluster: Any, topic: str = TOPIC) -> dict[int, list[Fingerprint]]:
-    """Every broker's copy of partition 0, batch by batch."""
-    logs = {}
-    for b in cluster.brokers:
-        try:
-            log = b.replica_manager.partition(topic, 0).log
-        except Exception:
-            continue
-        logs[b.broker_id] = [_fingerprint(x) for x in log.batches()]
-    return logs
-
-
-def _leader(cluster: Any, topic: str = TOPIC) -> Any:
-    row = cluster.brokers[0].snapshot.topics[topic].partitions[0]
-    return broker(cluster, row.leader)
-
-
-def _every_replica_equals(cluster: Any, expected: list[Fingerprint], replicas: int = 3) -> bool:
-    logs = _replica_logs(cluster)
-    return len(logs) == replicas and all(log == expected for log in logs.values())
-
-
-def _state(cluster: Any, topic: str = TOPIC) -> str | None:
-    try:
-        leader = _leader(cluster, topic)
-    except StopIteration:
-        return None
-    status = leader.mirrors.partitions.get((topic, 0))
-    return None if status is None else status.state.name
-
-
-async def _mirror(destination: Any, source: Any, wait_for: Any, *, create: bool = True) -> None:
-    """Create the mirror and add the topic, retrying retriable errors: a ``__mirror_state``
-    partition whose leader was just stopped answers COORDINATOR_NOT_AVAILABLE until the
-    next leader has loaded it."""
-    async with Admin(bootstrap=destination.bootstrap) as admin:
-        if create:
-            await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-
-        async def added() -> bool:
-            try:
-                (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
-            except KafkaError as exc:
-                if not exc.code.retriable:
-                    raise
-                return False
-            return True
-
-        await wait_for(added, timeout=15, message="AddTopicsToMirror to succeed")
-
-
-async def _fail_over(cluster: Any, wait_for: Any) -> None:
-    async with Admin(bootstrap=cluster.bootstrap) as admin:
-        (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
-    await wait_for(lambda: _state(cluster) == "STOPPED", timeout=20, message="STOPPED")
-
-
-async def _source_with_records(start_cluster: Any, count: int) -> Any:
-    source = await start_cluster("primary", brokers=3, configs=CONFIGS)
-    await create_topic(source, TOPIC)
-    await produce(source.bootstrap, TOPIC, count, tag="a")
-    return source
 
 
 async def test_first_mirroring_copies_every_replica_byte_for_byte(
     start_cluster: Any, wait_for: Any
 ) -> None:
     """Scenario A: no LME on the source, so the destination takes everything from scratch."""
-    source = await _source_with_records(start_cluster, 12)
+    source = await source_with_records(start_cluster, 12)
     destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await _mirror(destination, source, wait_for)
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
-    assert _state(destination) == "MIRRORING"
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await start_mirror(destination, source, wait_for)
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
+    assert partition_mirror_state(destination) == "MIRRORING"
     await produce(source.bootstrap, TOPIC, 5, tag="more")
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
 
 
 async def test_failback_cuts_the_old_sources_tail_on_every_replica(
@@ -123,40 +49,40 @@ async def test_failback_cuts_the_old_sources_tail_on_every_replica(
 ) -> None:
     """Scenario B on RF=3: the LME cut reaches the followers of the old source too, and
     only then does the partition mirror (every replica ends as the new source's log)."""
-    a = await _source_with_records(start_cluster, 6)
+    a = await source_with_records(start_cluster, 6)
     b = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    shared = _replica_logs(a)[_leader(a).broker_id]
-    await _mirror(b, a, wait_for)
-    await wait_for(lambda: _every_replica_equals(b, shared), timeout=30)
-    await _fail_over(b, wait_for)
+    shared = replica_logs(a)[leader_of(a).broker_id]
+    await start_mirror(b, a, wait_for)
+    await wait_for(lambda: every_replica_equals(b, shared), timeout=30)
+    await fail_over(b, wait_for)
     await produce(b.bootstrap, TOPIC, 2, tag="written-on-b")
 
-    leader_a = _leader(a)
+    leader_a = leader_of(a)
     row = leader_a.snapshot.topics[TOPIC].partitions[0]
     bumped = PartitionAssignment(0, row.replicas, row.leader, row.leader_epoch + 1, row.isr)
     await asyncio.to_thread(leader_a.store.update_partition, TOPIC, bumped)
     await asyncio.gather(*(x.refresh_metadata() for x in a.brokers))
     await produce(a.bootstrap, TOPIC, 3, tag="lost-on-a")
-    await wait_for(lambda: len({len(x) for x in _replica_logs(a).values()}) == 1, timeout=10)
-    lost = _replica_logs(a)[leader_a.broker_id][len(shared) :]
+    await wait_for(lambda: len({len(x) for x in replica_logs(a).values()}) == 1, timeout=10)
+    lost = replica_logs(a)[leader_a.broker_id][len(shared) :]
     assert lost and lost[0][0] == shared[-1][1] + 1
 
-    await _mirror(a, b, wait_for)
-    on_b = _replica_logs(b)[_leader(b).broker_id]
-    await wait_for(lambda: _every_replica_equals(a, on_b), timeout=30)
+    await start_mirror(a, b, wait_for)
+    on_b = replica_logs(b)[leader_of(b).broker_id]
+    await wait_for(lambda: every_replica_equals(a, on_b), timeout=30)
     assert on_b[: len(shared)] == shared
-    assert all(not set(lost) & set(log) for log in _replica_logs(a).values())
+    assert all(not set(lost) & set(log) for log in replica_logs(a).values())
 
 
 async def test_a_new_destination_leader_resumes_without_copying_again(
     start_cluster: Any, wait_for: Any
 ) -> None:
     """A stored MIRRORING state is resumed by the next leader: no LME cut from -1."""
-    source = await _source_with_records(start_cluster, 10)
+    source = await source_with_records(start_cluster, 10)
     destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await _mirror(destination, source, wait_for)
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await start_mirror(destination, source, wait_for)
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
 
     cut_from_scratch: list[int] = []
     for b in destination.brokers:
@@ -168,7 +94,7 @@ async def test_a_new_destination_leader_resumes_without_copying_again(
             _real(topic, partition, offset)
 
         manager.truncate_fully_and_start_at = spying
-    old_leader = _leader(destination).broker_id
+    old_leader = leader_of(destination).broker_id
     await stop(destination, old_leader)
     await wait_for(
         lambda: (
@@ -178,13 +104,13 @@ async def test_a_new_destination_leader_resumes_without_copying_again(
         timeout=15,
         message="a new destination leader",
     )
-    await wait_for(lambda: _state(destination) == "MIRRORING", timeout=15)
+    await wait_for(lambda: partition_mirror_state(destination) == "MIRRORING", timeout=15)
     await produce(source.bootstrap, TOPIC, 4, tag="after-move")
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await wait_for(lambda: _every_replica_equals(destination, expected, replicas=2), timeout=30)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, expected, replicas=2), timeout=30)
     assert cut_from_scratch == []
     await restart(destination, old_leader)
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
 
 
 async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
@@ -193,13 +119,13 @@ async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
     """mirror.support.unclean.leader.election: the LME cut must reach every replica; one
     that is down keeps the partition PREPARING until replica.lag.time.max.ms, then FAILED.
     Without the config the ISR alone (two live brokers) completes it."""
-    source = await _source_with_records(start_cluster, 4)
+    source = await source_with_records(start_cluster, 4)
     destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    await _mirror(destination, source, wait_for)
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
-    await _fail_over(destination, wait_for)
-    follower = next(r for r in (1, 2, 3) if r != _leader(destination).broker_id)
+    await start_mirror(destination, source, wait_for)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
+    await fail_over(destination, wait_for)
+    follower = next(r for r in (1, 2, 3) if r != leader_of(destination).broker_id)
     await stop(destination, follower)
     await wait_for(
         lambda: follower not in destination.brokers[0].snapshot.topics[TOPIC].partitions[0].isr,
@@ -210,19 +136,19 @@ async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
     configs = dict(destination.brokers[0].snapshot.topics[TOPIC].configs)
     configs["mirror.support.unclean.leader.election"] = "true"
     await destination.brokers[0].controller.set_topic_configs(TOPIC, configs)
-    await _mirror(destination, source, wait_for, create=False)
-    await wait_for(lambda: _state(destination) == "PREPARING", timeout=10)
-    await wait_for(lambda: _state(destination) == "FAILED", timeout=15)
-    status = _leader(destination).mirrors.partitions[(TOPIC, 0)]
+    await start_mirror(destination, source, wait_for, create=False)
+    await wait_for(lambda: partition_mirror_state(destination) == "PREPARING", timeout=10)
+    await wait_for(lambda: partition_mirror_state(destination) == "FAILED", timeout=15)
+    status = leader_of(destination).mirrors.partitions[(TOPIC, 0)]
     assert status.failure is not None and str(follower) in status.failure
 
-    await _fail_over(destination, wait_for)
+    await fail_over(destination, wait_for)
     configs = dict(destination.brokers[0].snapshot.topics[TOPIC].configs)
     configs["mirror.support.unclean.leader.election"] = "false"
     await destination.brokers[0].controller.set_topic_configs(TOPIC, configs)
-    await _mirror(destination, source, wait_for, create=False)
-    await wait_for(lambda: _state(destination) == "MIRRORING", timeout=15)
-    await wait_for(lambda: _every_replica_equals(destination, expected, replicas=2), timeout=30)
+    await start_mirror(destination, source, wait_for, create=False)
+    await wait_for(lambda: partition_mirror_state(destination) == "MIRRORING", timeout=15)
+    await wait_for(lambda: every_replica_equals(destination, expected, replicas=2), timeout=30)
 
 
 async def test_retention_on_the_source_while_paused_restarts_every_replica_at_its_log_start(
@@ -231,11 +157,11 @@ async def test_retention_on_the_source_while_paused_restarts_every_replica_at_it
     """Paused at 50 while the source's log start moves to 100 (DeleteRecords, possibly
     inside a batch): the resumed mirror restarts at 100, never fails, and every replica
     ends with exactly the source's batches from the one holding offset 100."""
-    source = await _source_with_records(start_cluster, 50)
+    source = await source_with_records(start_cluster, 50)
     destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    await _mirror(destination, source, wait_for)
-    early = _replica_logs(source)[_leader(source).broker_id]
-    await wait_for(lambda: _every_replica_equals(destination, early), timeout=30)
+    await start_mirror(destination, source, wait_for)
+    early = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, early), timeout=30)
 
     restarts: dict[int, list[int]] = {}
     for b in destination.brokers:
@@ -251,15 +177,15 @@ async def test_retention_on_the_source_while_paused_restarts_every_replica_at_it
         manager.truncate_fully_and_start_at = spying
     async with Admin(bootstrap=destination.bootstrap) as admin:
         (await admin.pause_mirror_topics(MIRROR, [TOPIC])).all()
-        await wait_for(lambda: _state(destination) == "PAUSED", timeout=15)
+        await wait_for(lambda: partition_mirror_state(destination) == "PAUSED", timeout=15)
         await produce(source.bootstrap, TOPIC, 51, tag="late")
         async with Admin(bootstrap=source.bootstrap) as source_admin:
             low = await source_admin.delete_records({TopicPartition(TOPIC, 0): 100})
         assert low[TopicPartition(TOPIC, 0)] == 100
         (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
 
-    retained = [b for b in _replica_logs(source)[_leader(source).broker_id] if b[1] >= 100]
-    await wait_for(lambda: _every_replica_equals(destination, retained), timeout=30)
+    retained = [b for b in replica_logs(source)[leader_of(source).broker_id] if b[1] >= 100]
+    await wait_for(lambda: every_replica_equals(destination, retained), timeout=30)
     await wait_for(
         lambda: all(
             b.replica_manager.partition(TOPIC, 0).log_start_offset == 100
@@ -268,8 +194,8 @@ async def test_retention_on_the_source_while_paused_restarts_every_replica_at_it
         timeout=15,
         message="log start 100 on every replica",
     )
-    assert _state(destination) == "MIRRORING"
-    assert restarts[_leader(destination).broker_id] == [100]
+    assert partition_mirror_state(destination) == "MIRRORING"
+    assert restarts[leader_of(destination).broker_id] == [100]
 
 
 async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_failing(
@@ -278,13 +204,13 @@ async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_
     """Spec: "If less than min ISR are available, we will skip and retry". A follower is
     down and min.insync.replicas=3: PREPARING outlasts replica.lag.time.max.ms several
     times without going FAILED, and completes once the follower is back in the ISR."""
-    source = await _source_with_records(start_cluster, 4)
+    source = await source_with_records(start_cluster, 4)
     destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    await _mirror(destination, source, wait_for)
-    expected = _replica_logs(source)[_leader(source).broker_id]
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
-    await _fail_over(destination, wait_for)
-    follower = next(r for r in (1, 2, 3) if r != _leader(destination).broker_id)
+    await start_mirror(destination, source, wait_for)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
+    await fail_over(destination, wait_for)
+    follower = next(r for r in (1, 2, 3) if r != leader_of(destination).broker_id)
     await stop(destination, follower)
     await wait_for(
         lambda: follower not in destination.brokers[0].snapshot.topics[TOPIC].partitions[0].isr,
@@ -295,18 +221,18 @@ async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_
     configs["min.insync.replicas"] = "3"
     await destination.brokers[0].controller.set_topic_configs(TOPIC, configs)
 
-    await _mirror(destination, source, wait_for, create=False)
-    await wait_for(lambda: _state(destination) == "PREPARING", timeout=10)
+    await start_mirror(destination, source, wait_for, create=False)
+    await wait_for(lambda: partition_mirror_state(destination) == "PREPARING", timeout=10)
     lag_ms = CONFIGS["replica.lag.time.max.ms"]
     assert isinstance(lag_ms, int)
-    leader = _leader(destination)
+    leader = leader_of(destination)
     started = leader.replica_manager.partition(TOPIC, 0).clock()
 
     def still_preparing_long_after_the_timeout() -> bool:
-        assert _state(destination) == "PREPARING"
+        assert partition_mirror_state(destination) == "PREPARING"
         return leader.replica_manager.partition(TOPIC, 0).clock() - started > 3 * lag_ms
 
     await wait_for(still_preparing_long_after_the_timeout, timeout=30)
     await restart(destination, follower)
-    await wait_for(lambda: _state(destination) == "MIRRORING", timeout=30)
-    await wait_for(lambda: _every_replica_equals(destination, expected), timeout=30)
+    await wait_for(lambda: partition_mirror_state(destination) == "MIRRORING", timeout=30)
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)

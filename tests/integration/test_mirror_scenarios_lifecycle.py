@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from test_mirror_helpers import MIRROR, MIRROR_CONFIGS, mirror_state, produce
-from test_replication import create_topic
+from helpers.mirrors import MIRROR, MIRROR_CONFIGS, mirror_state, produce
+from helpers.replication import create_topic
 
 from mirrorsim.client import Admin
 

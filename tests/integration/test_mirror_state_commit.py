@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from test_replication import FAST, broker, create_topic
+from helpers.replication import FAST, broker, create_topic
 
 from mirrorsim.coordinator.state_machine import MirrorPartitionState, StateUpdate
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC

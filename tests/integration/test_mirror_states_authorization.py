@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, produce
+from helpers.mirrors import MIRROR, produce
+from helpers.sasl import SECURED, sasl, sasl_bootstrap
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
@@ -19,35 +20,8 @@ from mirrorsim.client.cluster import RequestSpec
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
-SECURED = {
-    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-    "inter.broker.listener.name": "PLAINTEXT",
-    "sasl.users": "admin:admin-secret,alice:alice-secret",
-    "authorizer.class.name": "mirrorsim.AclAuthorizer",
-    "super.users": "User:admin;User:ANONYMOUS",
-    "mirror.topic.num.partitions": 3,
-    "mirror.fetch.max.wait.ms": 50,
-    "default.replication.factor": 1,
-    "metadata.refresh.interval.ms": 100,
-}
 TOPIC = "orders"
 PARTITIONS = 3
-
-
-def sasl(user: str) -> dict[str, str]:
-    return {
-        "security.protocol": "SASL_PLAINTEXT",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": user,
-        "sasl.password": f"{user}-secret",
-        "default.api.timeout.ms": "3000",
-    }
-
-
-def sasl_bootstrap(cluster: Any) -> str:
-    return ",".join(
-        f"127.0.0.1:{b.server.endpoints()['SASL_PLAINTEXT'][1]}" for b in cluster.brokers
-    )
 
 
 READ = RequestSpec(

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from click.testing import CliRunner, Result
-from test_metrics_endpoint import scrape
-from test_mirror_helpers import (
+from helpers.metrics import scrape
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     broker_of,

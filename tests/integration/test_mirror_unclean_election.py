@@ -8,8 +8,8 @@ import uuid
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, produce
-from test_replication import broker, restart, stop
+from helpers.mirrors import MIRROR, produce
+from helpers.replication import broker, restart, stop
 
 from mirrorsim.broker.metadata.models import PartitionAssignment, TopicRecord
 from mirrorsim.client import Admin

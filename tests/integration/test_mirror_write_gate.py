@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaProducer
 from aiokafka.errors import KafkaError as ClientError
-from test_mirror_helpers import (
+from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     batches_of,
@@ -27,7 +27,8 @@ from test_mirror_helpers import (
     produce,
     produce_error_code,
 )
-from test_replication import restart, stop
+from helpers.replication import restart, stop
+from helpers.write_gate import Hold
 
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.client import Admin
@@ -70,18 +71,6 @@ async def _produce_continuously(bootstrap: str, done: asyncio.Event, seen: Produ
             index += 1
     finally:
         await producer.stop()
-
-
-class Hold:
-    """Blocks a coroutine method of the coordinator until released; counts arrivals."""
-
-    def __init__(self) -> None:
-        self.arrivals = 0
-        self.release = asyncio.Event()
-
-    async def wait(self) -> None:
-        self.arrivals += 1
-        await self.release.wait()
 
 
 async def _mirrored_topic(start_cluster: Any, wait_for: Any) -> tuple[Any, Any]:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import test_metadata_store as metadata_store_suite
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from helpers import metadata_store_suite
 from sqlalchemy import create_engine, text
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from test_metrics_endpoint import scrape
-from test_metrics_mirror_states_and_errors import promtool_problems
+from helpers.metrics import scrape
+from helpers.promtool import promtool_problems
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

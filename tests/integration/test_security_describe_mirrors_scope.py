@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner, Result
-from test_mirror_helpers import mirror_state
-from test_security_kafka_mirrors_cli import DESTINATION, USERS, properties
+from helpers.mirror_cli_security import DESTINATION, USERS, properties
+from helpers.mirrors import mirror_state
 
 from mirrorsim.cli.kafka_mirrors import main as kafka_mirrors
 from mirrorsim.cli.main import cli as mirrorsim_cli

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from test_mirror_helpers import MIRROR, produce
-from test_security_tls import issue, openssl
+from helpers.mirrors import MIRROR, produce
+from helpers.tls import issue, openssl
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
+from helpers.mirror_cli_security import DESTINATION, USERS, properties
 
 from mirrorsim.broker.handlers.base import HANDLERS
 from mirrorsim.cli.kafka_mirrors import main as kafka_mirrors
@@ -24,32 +25,7 @@ pytestmark = pytest.mark.skipif(
     reason="the broker does not serve the mirror RPCs yet",
 )
 
-USERS = {"admin": "admin-secret", "mirror-admin": "ma-secret", "monitor": "mon-secret"}
-DESTINATION = {
-    "listeners": "INTERNAL://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
-    "listener.security.protocol.map": "INTERNAL:PLAINTEXT,EXTERNAL:SASL_PLAINTEXT",
-    "inter.broker.listener.name": "INTERNAL",
-    "sasl.users": ",".join(f"{user}:{password}" for user, password in USERS.items()),
-    "authorizer.class.name": "mirrorsim.AclAuthorizer",
-    "super.users": "User:admin;User:ANONYMOUS",
-}
 DENIED = "Error: MIRROR_AUTHORIZATION_FAILED"
-
-
-def properties(directory: Path, user: str) -> Path:
-    """A client properties file in Kafka's JAAS form, as an operator would write it."""
-    path = directory / f"{user}.properties"
-    jaas = (
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'username="{user}" password="{USERS[user]}";'
-    )
-    path.write_text(
-        "security.protocol=SASL_PLAINTEXT\n"
-        "sasl.mechanism=PLAIN\n"
-        f"sasl.jaas.config={jaas}\n"
-        "default.api.timeout.ms=5000\n"
-    )
-    return path
 
 
 async def run_cli(command: Any, argv: list[str]) -> Result:

@@ -9,7 +9,8 @@ import uuid
 from typing import Any
 
 import pytest
-from test_mirror_helpers import MIRROR, produce
+from helpers.mirror_credentials import MIRROR_CREDENTIALS, SECURED_SOURCE, sasl_bootstrap
+from helpers.mirrors import MIRROR, produce
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
@@ -19,24 +20,7 @@ from mirrorsim.protocol.messages.constants import MirrorApiKey
 
 TOPIC = "orders"
 RECORDS = 6
-SECURED_SOURCE = {
-    "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-    "inter.broker.listener.name": "PLAINTEXT",
-    "sasl.users": "mirror:mirror-secret",
-    "authorizer.class.name": "mirrorsim.AclAuthorizer",
-    "super.users": "User:ANONYMOUS",
-}
-MIRROR_CREDENTIALS = {
-    "security.protocol": "SASL_PLAINTEXT",
-    "sasl.mechanism": "PLAIN",
-    "sasl.username": "mirror",
-    "sasl.password": "mirror-secret",
-}
 READ_CLUSTER = AclBinding(ResourceType.CLUSTER, "kafka-cluster", "User:mirror", AclOperation.READ)
-
-
-def sasl_bootstrap(cluster: Any) -> str:
-    return f"127.0.0.1:{cluster.brokers[0].server.endpoints()['SASL_PLAINTEXT'][1]}"
 
 
 def last_mirrored_epochs(topic_id: uuid.UUID) -> RequestSpec:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import TopicAuthorizationFailedError
 from confluent_kafka import Consumer, Producer, TopicPartition
+from helpers.tls import issue, openssl
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
@@ -35,28 +35,6 @@ class Certificates:
     server_key: Path
     client_cert: Path
     client_key: Path
-
-
-def openssl(*args: str | Path, cwd: Path) -> None:
-    subprocess.run(["openssl", *map(str, args)], cwd=cwd, check=True, capture_output=True)
-
-
-def issue(directory: Path, name: str, subject: str, extensions: str | None = None) -> None:
-    """A P-256 key and a certificate for ``subject`` signed by the CA in ``directory``."""
-    openssl(
-        "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-        "-keyout", f"{name}.key", "-out", f"{name}.csr", "-subj", subject,
-        cwd=directory,
-    )  # fmt: skip
-    extra: list[str] = []
-    if extensions is not None:
-        (directory / f"{name}.ext").write_text(extensions)
-        extra = ["-extfile", f"{name}.ext"]
-    openssl(
-        "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
-        "-CAcreateserial", "-days", "2", "-out", f"{name}.pem", *extra,
-        cwd=directory,
-    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")

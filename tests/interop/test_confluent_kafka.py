@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from conftest import (
+from helpers.interop import (
     CODECS,
     PARTITIONS,
     Consumed,

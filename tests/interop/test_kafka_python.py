@@ -10,7 +10,7 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import (
+from helpers.interop import (
     CODECS,
     PARTITIONS,
     Consumed,

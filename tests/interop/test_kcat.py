@@ -13,7 +13,7 @@ import shutil
 from typing import Any
 
 import pytest
-from conftest import (
+from helpers.interop import (
     CODECS,
     Consumed,
     assert_delivered,

@@ -17,9 +17,15 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from live_clusters import MIRROR, ClusterThread, log_end_offset, mirror_state, produce, wait_until
-from pyspark.sql import SparkSession
-from segment_faults import (
+from helpers.live_clusters import (
+    MIRROR,
+    ClusterThread,
+    log_end_offset,
+    mirror_state,
+    produce,
+    wait_until,
+)
+from helpers.segment_faults import (
     drop_batch,
     flip_record_byte,
     read_segment,
@@ -27,6 +33,7 @@ from segment_faults import (
     segment_with_batches,
     shift_base_offset,
 )
+from pyspark.sql import SparkSession
 
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.cli.cmd_verify import verify

@@ -14,8 +14,8 @@ from pathlib import Path
 import pyspark
 import pytest
 from click.testing import CliRunner
+from helpers.spark_logs import make_batches, write_partition
 from pyspark.sql import SparkSession
-from spark_logs import make_batches, write_partition
 
 from mirrorsim.cli.cmd_verify import verify
 from mirrorsim.drills.polling import wait_until_blocking

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.spark_logs import make_batches, write_partition
 from pyspark.sql import DataFrame, SparkSession
-from spark_logs import make_batches, write_partition
 
 from mirrorsim.verify.convergence import compare_committed_offsets
 from mirrorsim.verify.inputs import committed_offsets_frame, stop_offsets_frame

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers.spark_logs import flip_byte, make_batches, write_partition
 from pyspark.sql import SparkSession
-from spark_logs import flip_byte, make_batches, write_partition
 
 from mirrorsim.protocol.records import Compression, RawBatch
 from mirrorsim.verify.job import read_segments, verify_logs

@@ -10,9 +10,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from helpers.live_clusters import ClusterThread, produce
 from hypothesis import given
 from hypothesis import strategies as st
-from live_clusters import ClusterThread, produce
 from pyspark.sql import SparkSession
 from pyspark.sql.datasource import EqualTo, GreaterThanOrEqual, LessThan
 

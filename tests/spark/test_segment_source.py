@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from helpers.spark_logs import make_batches, write_partition
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
@@ -17,7 +18,6 @@ from pyspark.sql.datasource import (
     LessThanOrEqual,
     StringStartsWith,
 )
-from spark_logs import make_batches, write_partition
 
 from mirrorsim.verify.segment_source import FORMAT, SegmentReader
 

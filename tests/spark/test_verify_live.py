@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from live_clusters import (
+from helpers.live_clusters import (
     MIRROR,
     SYNCED_GROUPS,
     ClusterThread,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_processes import SYSTEM_CONFIGS, partition_row, process_clusters
+from helpers.processes import SYSTEM_CONFIGS, partition_row, process_clusters
 
 from mirrorsim.broker.controller import ControllerLease, LeaseState
 from mirrorsim.broker.metadata.store import MetadataStore

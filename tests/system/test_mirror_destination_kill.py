@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaProducer
-from test_processes import SYSTEM_CONFIGS, partition_row
+from helpers.processes import SYSTEM_CONFIGS, partition_row
 
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.supervisor import ProcessCluster

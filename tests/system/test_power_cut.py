@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from test_leader_kill import consume_all, replicas_identical, segment_bytes
-from test_processes import SYSTEM_CONFIGS, partition_row
+from helpers.processes import SYSTEM_CONFIGS, partition_row
+from helpers.replica_files import consume_all, replicas_identical, segment_bytes
 
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.supervisor import ProcessCluster

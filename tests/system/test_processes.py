@@ -1,13 +1,8 @@
-"""Brokers as OS processes: the supervisor, SIGTERM/SIGKILL, restarts, ``up --processes``.
-
-The helpers here (``SYSTEM_CONFIGS``, ``partition_row``) serve the other system tests of
-replication too.
-"""
+"""Brokers as OS processes: the supervisor, SIGTERM/SIGKILL, restarts, ``up --processes``."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import signal
 import subprocess
@@ -17,60 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers.processes import process_clusters
 
-from mirrorsim.broker.cluster import ClusterSpec
-from mirrorsim.broker.metadata.models import PartitionAssignment
-from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 
 pytestmark = pytest.mark.system
-
-SYSTEM_CONFIGS: dict[str, Any] = {
-    "broker.heartbeat.interval.ms": 200,
-    "broker.session.timeout.ms": 2000,
-    "metadata.refresh.interval.ms": 100,
-    "replica.fetch.wait.max.ms": 100,
-    "replica.fetch.backoff.ms": 100,
-    "replica.lag.time.max.ms": 3000,
-    "shutdown.drain.timeout.ms": 1000,
-}
-
-
-@contextlib.asynccontextmanager
-async def process_clusters(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
-    """A starter of broker-process clusters in ``tmp_path``; all are stopped on exit."""
-    started: list[ProcessCluster] = []
-
-    async def start(brokers: int = 3, **options: Any) -> ProcessCluster:
-        spec = ClusterSpec(
-            name="primary", data_dir=tmp_path / "primary", brokers=brokers, configs=SYSTEM_CONFIGS
-        )
-        cluster = ProcessCluster(spec, **options)
-        await cluster.start()
-        started.append(cluster)
-        return cluster
-
-    try:
-        yield start
-    finally:
-        for cluster in started:
-            await cluster.stop()
 
 
 @pytest.fixture
 async def process_cluster(tmp_path: Path) -> AsyncIterator[Callable[..., Any]]:
     async with process_clusters(tmp_path) as start:
         yield start
-
-
-def partition_row(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionAssignment:
-    """The partition as the shared metadata database has it right now."""
-    store = MetadataStore.open(cluster.spec.effective_metadata_url)
-    try:
-        return store.topics([topic])[topic].partitions[partition]
-    finally:
-        store.close()
 
 
 async def live_broker_ids(cluster: ProcessCluster) -> set[int]:

@@ -3,6 +3,7 @@
 import tempfile
 from pathlib import Path
 
+from helpers.lme_truncation import Log, converge, entries
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,16 +25,7 @@ from mirrorsim.fetcher.truncation import (
     stopping_plan,
 )
 
-Log = list[int]
 """A modelled log: the leader epoch of each offset (offset = index)."""
-
-
-def entries(log: Log) -> list[EpochEntry]:
-    out: list[EpochEntry] = []
-    for offset, epoch in enumerate(log):
-        if not out or out[-1].epoch != epoch:
-            out.append(EpochEntry(epoch, offset))
-    return out
 
 
 def test_lme_minus_one_truncates_everything() -> None:
@@ -90,27 +82,6 @@ def test_epoch_end_offset_agrees_with_the_epoch_cache(
             cache.assign(e, start)
         leo = max([x.start_offset for x in cache.epoch_entries], default=0) + extra
         assert epoch_end_offset(cache.epoch_entries, epoch, leo) == cache.end_offset_for(epoch, leo)
-
-
-def converge(destination: Log, source: Log, lme: int) -> Log:
-    """LME truncation, then replication-protocol rounds, then fetching: a test executor."""
-    dest = destination[: lme_truncation_offset(entries(destination), lme, len(destination))]
-    for _ in range(len(dest) + 2):
-        if not dest:
-            break
-        requested = dest[-1]
-        src_epoch, src_end = epoch_end_offset(entries(source), requested, len(source))
-        cut = replication_truncation(
-            local_end_for_epoch=epoch_end_offset(entries(dest), src_epoch, len(dest)),
-            requested_epoch=requested,
-            source_epoch=src_epoch,
-            source_end_offset=src_end,
-            log_end_offset=len(dest),
-        )
-        dest = dest[: cut.offset]
-        if cut.complete:
-            break
-    return dest
 
 
 @st.composite

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from test_lme_truncation import converge, entries
+from helpers.lme_truncation import converge, entries
 
 from mirrorsim.broker.log import AppendOrigin, LogConfig, PartitionLog
 from mirrorsim.fetcher.plan import (

@@ -4,9 +4,9 @@ import uuid
 from typing import Any
 
 import pytest
+from helpers.protocol_strategies import entities
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_protocol_strategies import entities
 
 from mirrorsim.protocol.framing import (
     decode_request,

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from aiokafka.record import default_records as aiokafka_records
+from helpers.record_batches import BatchSpec, batch_specs, expected_records, record_lists
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import default_records as kafka_python_records
-from test_records_codec import BatchSpec, batch_specs, expected_records, record_lists
 
 from mirrorsim.protocol.records import (
     Compression,

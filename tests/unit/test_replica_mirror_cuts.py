@@ -7,28 +7,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from helpers.mirror_cuts import FOLLOWER, KEY, LEADER_EPOCH, MIRROR_CONFIGS, source_batch
+from helpers.replica_manager import TOPIC, FakeClock, log_clock, state
 from hypothesis import given
 from hypothesis import strategies as st
-from test_replica_manager import TOPIC, FakeClock, log_clock, state
 
 from mirrorsim.broker.log.log_manager import LogManager
-from mirrorsim.broker.replica import FetchKey, FetchParams, PartitionFetch, ReplicaManager
+from mirrorsim.broker.replica import FetchParams, PartitionFetch, ReplicaManager
 from mirrorsim.broker.replica.partition import PartitionRead
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
-from mirrorsim.protocol.records import RawBatch, Record, build_batch
-
-MIRROR_CONFIGS = {"mirror.name": "my-mirror"}
-LEADER_EPOCH = 4
-FOLLOWER = 2
-KEY = FetchKey(TOPIC, 0)
-
-
-def source_batch(offset: int, count: int, epoch: int) -> RawBatch:
-    return build_batch(
-        [Record(offset + i, 1_000, b"k", b"v") for i in range(count)],
-        base_offset=offset,
-        partition_leader_epoch=epoch,
-    )
 
 
 @pytest.fixture

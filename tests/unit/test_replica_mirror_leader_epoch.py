@@ -8,8 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from test_replica_manager import TOPIC, FakeClock, log_clock, state
-from test_replica_mirror_cuts import FOLLOWER, KEY, LEADER_EPOCH, MIRROR_CONFIGS, source_batch
+from helpers.mirror_cuts import FOLLOWER, KEY, LEADER_EPOCH, MIRROR_CONFIGS, source_batch
+from helpers.replica_manager import TOPIC, FakeClock, log_clock, state
 
 from mirrorsim.broker.log.log_manager import LogManager
 from mirrorsim.broker.replica import FetchParams, PartitionFetch, ReplicaManager

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from test_replica_manager import (
+from helpers.replica_manager import (
     TOPIC,
     FakeClock,
     consumer_fetch,

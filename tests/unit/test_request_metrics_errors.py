@@ -7,12 +7,12 @@ import dataclasses
 from collections import Counter
 from typing import Any
 
+from helpers.protocol_strategies import KIO_CLASSES, OUR_CLASSES, entities
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.produce.v9 import response as produce
 from kio.static.primitive import i16, i32, i64
-from test_protocol_strategies import KIO_CLASSES, OUR_CLASSES, entities
 
 from mirrorsim.broker.metrics.requests import error_counts
 from mirrorsim.protocol.errors import error_code_from_wire

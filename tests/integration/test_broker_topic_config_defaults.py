@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from helpers.broker_configs import FAST
+
 from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
@@ -15,14 +17,6 @@ from mirrorsim.protocol.acl import AlterConfigOpType
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import Record, build_batch
-
-FAST = {
-    "broker.heartbeat.interval.ms": 100,
-    "broker.session.timeout.ms": 1500,
-    "metadata.refresh.interval.ms": 100,
-    "replica.fetch.wait.max.ms": 100,
-    "replica.fetch.backoff.ms": 50,
-}
 
 
 def broker(cluster: ClusterRunner, broker_id: int) -> Broker:
