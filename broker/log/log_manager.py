@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -46,6 +47,9 @@ class LogManager:
         self._clock = clock
         self.handles = handles or FileHandles.for_process_limit()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._opening: dict[tuple[str, int], threading.Lock] = {}
+        """One lock per partition whose log a thread is opening (see ``get_or_create``)."""
+        self._opening_guard = threading.Lock()
 
     def on_disk_partitions(self) -> list[tuple[str, int]]:
         found = []
@@ -62,17 +66,32 @@ class LogManager:
         config: LogConfig,
         topic_id: uuid.UUID | None = None,
     ) -> PartitionLog:
+        """The partition's log, opened (or created) on first use.
+
+        Safe to call from several worker threads at once for the same partition: a
+        metadata refresh cancelled while its thread opens a log leaves that thread running,
+        and the next refresh opens the partition again. The later caller waits for the
+        open in progress and gets the same log, never a second one on the same files.
+        """
         key = (topic, partition)
         log = self._logs.get(key)
-        if log is None:
-            log = PartitionLog.open(
-                self.data_dir / partition_dir_name(topic, partition),
-                config,
-                topic_id=topic_id,
-                clock=self._clock,
-                handles=self.handles,
-            )
-            self._logs[key] = log
+        if log is not None:
+            return log
+        with self._opening_guard:
+            opening = self._opening.setdefault(key, threading.Lock())
+        with opening:
+            log = self._logs.get(key)
+            if log is None:
+                log = PartitionLog.open(
+                    self.data_dir / partition_dir_name(topic, partition),
+                    config,
+                    topic_id=topic_id,
+                    clock=self._clock,
+                    handles=self.handles,
+                )
+                self._logs[key] = log
+        with self._opening_guard:
+            self._opening.pop(key, None)
         return log
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
