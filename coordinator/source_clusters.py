@@ -76,8 +76,16 @@ class SourceClusters:
                 self._open(mirror), name=f"open source of mirror {mirror}"
             )
             self._opening[mirror] = opening
-            opening.add_done_callback(lambda _: self._opening.pop(mirror, None))
+            opening.add_done_callback(lambda task: self._opened(mirror, task))
         return await asyncio.shield(opening)
+
+    def _opened(self, mirror: str, attempt: asyncio.Task[ClusterClient]) -> None:
+        """Forget the finished attempt. Its failure is its callers' to handle; it is read
+        here too, so that an attempt whose callers all went away (fetchers stopping) is
+        not reported as an exception nobody retrieved."""
+        if self._opening.get(mirror) is attempt:
+            del self._opening[mirror]
+        _retrieve(attempt)
 
     async def _open(self, mirror: str) -> ClusterClient:
         await self.close(mirror)
@@ -128,6 +136,7 @@ class SourceClusters:
             self._stored_read = asyncio.get_running_loop().create_task(
                 asyncio.to_thread(read), name="read stored source cluster ids"
             )
+            self._stored_read.add_done_callback(_retrieve)
         return await asyncio.shield(self._stored_read)
 
     async def close(self, mirror: str) -> None:
@@ -191,3 +200,9 @@ def _raise_if_retriable(code: int, message: str | None) -> None:
     error = error_from_wire(code, message or "last mirrored epoch not available yet")
     if error is not None and error.retriable:
         raise error
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a shared task's outcome as read: its awaiting callers may all be gone."""
+    if not task.cancelled():
+        task.exception()
