@@ -3,55 +3,22 @@ produce path and message.max.bytes in the log, static and changed dynamically.""
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 from helpers.broker_configs import FAST
+from helpers.replication import broker, produce, stop
 
-from mirrorsim.broker.cluster import ClusterRunner
 from mirrorsim.broker.metadata.alter_ops import AlterConfigOp
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.broker.server import Broker
-from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.acl import AlterConfigOpType
-from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
-from mirrorsim.protocol.records import Record, build_batch
 
 
-def broker(cluster: ClusterRunner, broker_id: int) -> Broker:
-    return next(b for b in cluster.brokers if b.broker_id == broker_id)
-
-
-async def stop(cluster: ClusterRunner, broker_id: int) -> None:
-    target = broker(cluster, broker_id)
-    cluster.brokers.remove(target)
-    await target.stop()
-
-
-async def produce(target: Broker, topic: str, value: bytes, *, acks: int = -1) -> ErrorCode:
+async def produce_one(target: Broker, topic: str, value: bytes, *, acks: int = -1) -> ErrorCode:
     """One Produce v9 of a one-record batch to partition 0, straight to ``target``."""
-    batch = build_batch([Record(0, 1_000, None, value)])
-    connection = BrokerConnection(target.host, target.port, client_id="config-fallback-test")
-    await connection.connect()
-    try:
-        response = await connection.send(
-            build_request(
-                0,
-                9,
-                {
-                    "transactional_id": None,
-                    "acks": acks,
-                    "timeout": datetime.timedelta(milliseconds=10_000),
-                    "topic_data": [
-                        {"name": topic, "partition_data": [{"index": 0, "records": batch.data}]}
-                    ],
-                },
-            )
-        )
-    finally:
-        await connection.close()
-    return ErrorCode(int(response.responses[0].partition_responses[0].error_code))
+    code, _ = await produce(target, [value], acks=acks, topic=topic)
+    return code
 
 
 async def test_broker_min_insync_replicas_refuses_acks_all_with_one_live_replica(
@@ -63,19 +30,19 @@ async def test_broker_min_insync_replicas_refuses_acks_all_with_one_live_replica
     await wait_for(lambda: leader.replica_manager.partition("no-override", 0).is_leader)
     partition = leader.replica_manager.partition("no-override", 0)
     assert partition.state.min_insync_replicas() == 2
-    assert await produce(leader, "no-override", b"three in sync") == ErrorCode.NONE
+    assert await produce_one(leader, "no-override", b"three in sync") == ErrorCode.NONE
 
     await stop(cluster, 3)
     await stop(cluster, 2)
     await wait_for(lambda: partition.state.isr == (1,), timeout=10, message="ISR is the leader")
-    assert await produce(leader, "no-override", b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS
-    assert await produce(leader, "no-override", b"acks=1", acks=1) == ErrorCode.NONE
+    assert await produce_one(leader, "no-override", b"refused") == ErrorCode.NOT_ENOUGH_REPLICAS
+    assert await produce_one(leader, "no-override", b"acks=1", acks=1) == ErrorCode.NONE
 
     await leader.controller.alter_broker_configs(
         CLUSTER_DEFAULT, [AlterConfigOp("min.insync.replicas", AlterConfigOpType.SET, "1")]
     )
     assert partition.state.min_insync_replicas() == 1
-    assert await produce(leader, "no-override", b"accepted") == ErrorCode.NONE
+    assert await produce_one(leader, "no-override", b"accepted") == ErrorCode.NONE
 
 
 async def test_broker_message_max_bytes_bounds_batches_until_changed(
@@ -91,20 +58,20 @@ async def test_broker_message_max_bytes_bounds_batches_until_changed(
         configs={"max.message.bytes": "100000"},
     )
     big = b"x" * 2000
-    assert await produce(target, "plain", big) == ErrorCode.MESSAGE_TOO_LARGE
-    assert await produce(target, "plain", b"small") == ErrorCode.NONE
-    assert await produce(target, "overridden", big) == ErrorCode.NONE
+    assert await produce_one(target, "plain", big) == ErrorCode.MESSAGE_TOO_LARGE
+    assert await produce_one(target, "plain", b"small") == ErrorCode.NONE
+    assert await produce_one(target, "overridden", big) == ErrorCode.NONE
 
     await target.controller.alter_broker_configs(
         str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterConfigOpType.SET, "100000")]
     )
     assert target.replica_manager.partition("plain", 0).log.config.max_message_bytes == 100000
-    assert await produce(target, "plain", big) == ErrorCode.NONE
+    assert await produce_one(target, "plain", big) == ErrorCode.NONE
 
     await target.controller.alter_broker_configs(
         str(target.broker_id), [AlterConfigOp("message.max.bytes", AlterConfigOpType.DELETE, None)]
     )
-    assert await produce(target, "plain", big) == ErrorCode.MESSAGE_TOO_LARGE
+    assert await produce_one(target, "plain", big) == ErrorCode.MESSAGE_TOO_LARGE
 
 
 async def test_broker_log_configs_reach_the_log(start_cluster: Any) -> None:
