@@ -18,19 +18,20 @@ NO_THROTTLE = timedelta(0)
 
 
 def respond(request: Any, fields: Mapping[str, Any]) -> Any:
-    cls = response_class(int(request.__api_key__), int(request.__version__))
-    if cls is None:
-        raise LookupError(f"no response class for {type(request).__name__}")
-    return build(cls, fields)
+    return build(_response_class_of(request), fields)
 
 
 def response_field_names(request: Any) -> frozenset[str]:
     """The top-level fields of the response to ``request``, for the few answers written
     once for several APIs (a refusal every mirror RPC gives the same way)."""
+    return frozenset(_response_class_of(request).__dataclass_fields__)
+
+
+def _response_class_of(request: Any) -> type:
     cls = response_class(int(request.__api_key__), int(request.__version__))
     if cls is None:
         raise LookupError(f"no response class for {type(request).__name__}")
-    return frozenset(cls.__dataclass_fields__)
+    return cls
 
 
 def error_fields(error: KafkaError | None) -> dict[str, Any]:
