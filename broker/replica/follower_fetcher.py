@@ -160,9 +160,15 @@ class ReplicaFetcherManager:
         self._fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._assigned: dict[PartitionKey, tuple[int, int]] = {}
         self._retiring: set[asyncio.Task[None]] = set()
+        self._stopped = False
 
     def follow(self, partition: Partition) -> None:
-        """Fetch ``partition`` from its current leader (moving it off any other fetcher)."""
+        """Fetch ``partition`` from its current leader (moving it off any other fetcher).
+
+        Ignored once the manager is stopped: a metadata refresh that applies a partition
+        change after the broker began to stop must not start a fetcher nobody stops."""
+        if self._stopped:
+            return
         key = (partition.topic, partition.index)
         target = (
             partition.state.leader,
@@ -192,7 +198,12 @@ class ReplicaFetcherManager:
             self._retiring.add(retiring)
             retiring.add_done_callback(self._retiring.discard)
 
+    def is_following(self, topic: str, partition: int) -> bool:
+        return (topic, partition) in self._assigned
+
     async def stop(self) -> None:
+        """Stop every fetcher, for good (see :meth:`follow`)."""
+        self._stopped = True
         fetchers, self._fetchers = list(self._fetchers.values()), {}
         self._assigned.clear()
         await asyncio.gather(*(f.stop() for f in fetchers), *self._retiring)

@@ -75,8 +75,13 @@ async def test_a_silent_follower_is_dropped_and_a_waiting_produce_fails_after_ap
     assert (await produce(leader, [b"first"]))[0] == ErrorCode.NONE
 
     silent = broker(cluster, 3)
-    assert silent.replica_manager.fetchers is not None
-    await silent.replica_manager.fetchers.stop()
+    fetchers = silent.replica_manager.fetchers
+    assert fetchers is not None
+    await fetchers.stop()
+    await silent.replica_manager.apply_partition_state(
+        silent.replica_manager.partition(TOPIC, 0).state
+    )
+    assert not fetchers.is_following(TOPIC, 0), "a refresh after the stop stays silent"
     code, _ = await produce(leader, [b"waits for the ISR"])
     assert code == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
     await wait_for(lambda: partition_row(cluster).isr == (1, 2))
