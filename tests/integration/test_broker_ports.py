@@ -54,8 +54,18 @@ PORTS = (
     LifecycleHost,
 )
 PRODUCT = Path(broker_ports.__file__).parent.parent
-PACKAGES = ("broker", "coordinator", "fetcher", "client", "protocol", "drills", "bench", "cli")
-PACKAGES += ("verify", "compare")
+PACKAGES = (
+    "broker",
+    "coordinator",
+    "fetcher",
+    "client",
+    "protocol",
+    "drills",
+    "bench",
+    "cli",
+    "verify",
+    "compare",
+)
 DEFERRED = {"MirrorCoordinator": MirrorCoordinator, "MirrorMetadataManager": MirrorMetadataManager}
 """Classes the ports name only for type checkers (importing them there would be a cycle)."""
 
