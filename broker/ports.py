@@ -5,6 +5,10 @@ outgoing connections take their local ports from. A broker restarted on the port
 (its clients' bootstrap lists it) can then find the port taken by some client's
 connection while it was down, and fail with EADDRINUSE. Ports below the ephemeral range
 are never handed out that way, so a broker that will be restarted takes one of those.
+
+The broker binds a second port derived from its own: its metrics endpoint at port +
+``METRICS_PORT_OFFSET`` (unless ``metrics.port`` is set). That port is rebound on restart
+too, so it must also be free and below the ephemeral range.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 DEFAULT_EPHEMERAL_LOW = 32768
 LOWEST_CANDIDATE = 10000
 ATTEMPTS = 200
+METRICS_PORT_OFFSET = 1000
 
 
 def ephemeral_low() -> int:
@@ -37,12 +42,18 @@ def _bindable(host: str, port: int) -> bool:
         return True
 
 
+def _restartable(host: str, port: int) -> bool:
+    """``port`` and the metrics port derived from it are both free."""
+    return _bindable(host, port) and _bindable(host, port + METRICS_PORT_OFFSET)
+
+
 def restartable_port(host: str = "127.0.0.1") -> int:
-    """A free port below the ephemeral range; any free port if that range has none."""
-    high = ephemeral_low()
+    """A free port whose derived metrics port is free too, both below the ephemeral range;
+    any free port if that range has none."""
+    high = ephemeral_low() - METRICS_PORT_OFFSET
     if high - LOWEST_CANDIDATE > ATTEMPTS:
         for port in random.sample(range(LOWEST_CANDIDATE, high), ATTEMPTS):
-            if _bindable(host, port):
+            if _restartable(host, port):
                 return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
@@ -50,11 +61,11 @@ def restartable_port(host: str = "127.0.0.1") -> int:
 
 
 def restartable_base(count: int, host: str = "127.0.0.1") -> int:
-    """The first of ``count`` consecutive free ports below the ephemeral range (for a
-    cluster whose broker k listens on base + k - 1); 0 (any free port) if none is found."""
-    high = ephemeral_low()
+    """The first of ``count`` consecutive restartable ports (for a cluster whose broker k
+    listens on base + k - 1); 0 (any free port) if none is found."""
+    high = ephemeral_low() - METRICS_PORT_OFFSET
     if high - LOWEST_CANDIDATE > ATTEMPTS + count:
         for base in random.sample(range(LOWEST_CANDIDATE, high - count), ATTEMPTS):
-            if all(_bindable(host, base + k) for k in range(count)):
+            if all(_restartable(host, base + k) for k in range(count)):
                 return base
     return 0

@@ -11,12 +11,13 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 from helpers.clusters import StartCluster
+from helpers.hang_report import REPORT_BEFORE_TIMEOUT_S, report_hang_after
 from hypothesis import settings
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
@@ -47,6 +48,22 @@ async def wait_for(
         return await wait_until(predicate, timeout, message, retry_on=(), interval=POLL_INTERVAL_S)
     except DrillTimeout as timed_out:
         pytest.fail(str(timed_out))
+
+
+@pytest.fixture(autouse=True)
+def _report_a_hang(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test about to hit pytest-timeout prints its pending asyncio tasks first."""
+    marker = request.node.get_closest_marker("timeout")
+    timeout = (
+        float(marker.args[0])
+        if marker and marker.args
+        else float(request.config.getini("timeout") or 0)
+    )
+    if timeout <= REPORT_BEFORE_TIMEOUT_S:
+        yield
+        return
+    with report_hang_after(timeout - REPORT_BEFORE_TIMEOUT_S, request.node.nodeid):
+        yield
 
 
 @pytest.fixture(name="free_port", scope="session")

@@ -12,8 +12,7 @@ from prometheus_client import CollectorRegistry
 from mirrorsim.broker.metrics.http import MetricsEndpoint
 from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.broker.metrics.requests import RequestMetrics
-
-METRICS_PORT_OFFSET = 1000
+from mirrorsim.broker.ports import METRICS_PORT_OFFSET
 
 
 def metrics_port(configured: int | None, broker_port: int) -> int | None:

@@ -61,14 +61,14 @@ async def test_bump_leader_epochs_needs_cluster_action_and_raises_epochs(
         topic_id = admin.cluster.topic_id(TOPIC)
     assert topic_id is not None
     before = await wait_for(
-        lambda: leader_epochs(bootstrap), timeout=10, message="the topic in metadata"
+        lambda: agreed_epochs(cluster), timeout=10, message="the topic in every broker's metadata"
     )
     request = bump(topic_id, {0: before[0] + RAISED_BY, 1: before[1]})
 
     async with Admin(bootstrap=bootstrap, config=sasl("alice")) as alice:
         refused = await alice.cluster.send_to_any(request)
         assert codes(refused) == dict.fromkeys((0, 1), ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-        assert await leader_epochs(bootstrap) == before
+        assert await agreed_epochs(cluster) == before
         async with Admin(bootstrap=bootstrap, config=sasl("admin")) as admin:
             grant = AclBinding(
                 ResourceType.CLUSTER, "kafka-cluster", "User:alice", AclOperation.CLUSTER_ACTION
@@ -85,14 +85,25 @@ async def test_bump_leader_epochs_needs_cluster_action_and_raises_epochs(
         assert codes(unknown) == {0: ErrorCode.UNKNOWN_TOPIC_ID}
 
     expected = {0: before[0] + RAISED_BY, 1: before[1]}
-    for broker in cluster.brokers:
-        one = f"127.0.0.1:{broker.server.endpoints()['SASL_PLAINTEXT'][1]}"
-        await wait_for(
-            lambda b=one: _epochs_are(b, expected),
-            timeout=10,
-            message=f"broker {broker.broker_id} reporting the raised epochs",
-        )
+    await wait_for(
+        lambda: _epochs_are(cluster, expected),
+        timeout=10,
+        message="every broker reporting the raised epochs",
+    )
 
 
-async def _epochs_are(bootstrap: str, expected: dict[int, int]) -> bool:
-    return await leader_epochs(bootstrap) == expected
+async def agreed_epochs(cluster: Any) -> dict[int, int] | None:
+    """The leader epochs every broker of ``cluster`` reports, ``None`` until they agree.
+
+    Asking the whole bootstrap list reaches whichever broker answers first, and one that
+    has not applied the topic yet would answer without it.
+    """
+    seen = [
+        await leader_epochs(f"127.0.0.1:{broker.server.endpoints()['SASL_PLAINTEXT'][1]}")
+        for broker in cluster.brokers
+    ]
+    return seen[0] if all(s is not None and s == seen[0] for s in seen) else None
+
+
+async def _epochs_are(cluster: Any, expected: dict[int, int]) -> bool:
+    return await agreed_epochs(cluster) == expected

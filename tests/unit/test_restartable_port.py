@@ -7,25 +7,30 @@ import socket
 
 from mirrorsim.broker.ports import (
     LOWEST_CANDIDATE,
+    METRICS_PORT_OFFSET,
     ephemeral_low,
     restartable_base,
     restartable_port,
 )
 
 
-def test_the_port_is_free_and_below_the_ephemeral_range() -> None:
-    port = restartable_port()
-    assert LOWEST_CANDIDATE <= port < ephemeral_low()
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", port))
+def test_the_port_and_its_metrics_port_are_free_and_below_the_ephemeral_range() -> None:
+    for _ in range(50):
+        port = restartable_port()
+        assert LOWEST_CANDIDATE <= port < port + METRICS_PORT_OFFSET < ephemeral_low()
+        for bound in (port, port + METRICS_PORT_OFFSET):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                sock.bind(("127.0.0.1", bound))
 
 
-def test_a_base_gives_consecutive_free_ports_below_the_ephemeral_range() -> None:
-    base = restartable_base(3)
-    assert LOWEST_CANDIDATE <= base < base + 2 < ephemeral_low()
-    for port in range(base, base + 3):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-            sock.bind(("127.0.0.1", port))
+def test_a_base_gives_consecutive_restartable_ports() -> None:
+    for _ in range(50):
+        base = restartable_base(3)
+        assert LOWEST_CANDIDATE <= base < base + 2 + METRICS_PORT_OFFSET < ephemeral_low()
+        for port in range(base, base + 3):
+            for bound in (port, port + METRICS_PORT_OFFSET):
+                with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                    sock.bind(("127.0.0.1", bound))
 
 
 def test_outgoing_connections_never_take_such_ports() -> None:
