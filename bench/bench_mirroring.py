@@ -87,8 +87,10 @@ def _random_batch(partition: int, first: int, count: int, size: int) -> bytes:
     return build_batch(records, compression=Compression.LZ4).data
 
 
-async def _produce_topic(bootstrap: str, partitions: int, records: int, size: int) -> int:
-    """``records`` records on every partition; the bytes produced.
+async def produce_topic(
+    bootstrap: str, partitions: int, records: int, size: int, topic: str = TOPIC
+) -> int:
+    """``records`` records on every partition of ``topic``; the bytes produced.
 
     Full batches come from a pool of ``BATCH_POOL`` random batches built once, since
     building one per batch in Python (random values, lz4) made producing the volume slow;
@@ -105,11 +107,11 @@ async def _produce_topic(bootstrap: str, partitions: int, records: int, size: in
             batch = (
                 pool[n % len(pool)] if count == per_batch else _random_batch(p, start, count, size)
             )
-            await produce_batch(client, TOPIC, p, batch)
+            await produce_batch(client, topic, p, batch)
             produced[p] += len(batch)
 
     async with ClusterClient(bootstrap, client_id="bench") as client:
-        await client.refresh_metadata([TOPIC])
+        await client.refresh_metadata([topic])
         await asyncio.gather(*(produce_partition(client, p) for p in range(partitions)))
     return sum(produced)
 
@@ -150,7 +152,7 @@ async def _mirror_paused(
     """
     async with Admin(bootstrap=source.bootstrap) as admin:
         (await admin.create_topics([NewTopic(TOPIC, partitions)])).all()
-    await _produce_topic(source.bootstrap, partitions, 1, 100)
+    await produce_topic(source.bootstrap, partitions, 1, 100)
     await _mirror(destination, source, TOPIC)
     await _until(
         lambda: (
@@ -219,7 +221,7 @@ async def _client_copy_seconds(
         await producer.stop()
 
 
-async def _socket_copy_seconds(total: int, directory: Path) -> float:
+async def socket_copy_seconds(total: int, directory: Path) -> float:
     """Loopback TCP into a file, the same byte count: the ceiling for any copy here."""
     payload = b"\x00" * CHUNK
 
@@ -263,7 +265,7 @@ async def _one_size(
             for copy in range(MIRROR_COPIES):
                 if copy:
                     await _pause(destination, partitions)
-                produced.append(await _produce_topic(source.bootstrap, partitions, records, size))
+                produced.append(await produce_topic(source.bootstrap, partitions, records, size))
                 end = 1 + (copy + 1) * records
                 mirror_s.append(await _mirror_seconds(destination, partitions, end))
             client_s = await _client_copy_seconds(source, copy_destination, partitions)
@@ -277,7 +279,7 @@ async def _one_size(
                 lag = await lag_at_rate(data, partitions, half_load, lag_seconds, CLUSTER_CONFIGS)
         # The median of a few: one copy of a fraction of a second swings with the load.
         socket_s = statistics.median(
-            [await _socket_copy_seconds(total, data) for _ in range(SOCKET_COPIES)]
+            [await socket_copy_seconds(total, data) for _ in range(SOCKET_COPIES)]
         )
     mb = total / 1e6
     return {
