@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 SECURED_SOURCE = {
     "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
     "inter.broker.listener.name": "PLAINTEXT",
@@ -19,7 +17,3 @@ MIRROR_CREDENTIALS = {
     "sasl.username": "mirror",
     "sasl.password": "mirror-secret",
 }
-
-
-def sasl_bootstrap(cluster: Any) -> str:
-    return f"127.0.0.1:{cluster.brokers[0].server.endpoints()['SASL_PLAINTEXT'][1]}"

@@ -27,7 +27,11 @@ def sasl(user: str) -> dict[str, str]:
     }
 
 
+def sasl_address(broker: Any) -> str:
+    """One broker's SASL_PLAINTEXT listener."""
+    return f"127.0.0.1:{broker.server.endpoints()['SASL_PLAINTEXT'][1]}"
+
+
 def sasl_bootstrap(cluster: Any) -> str:
-    return ",".join(
-        f"127.0.0.1:{b.server.endpoints()['SASL_PLAINTEXT'][1]}" for b in cluster.brokers
-    )
+    """Every broker's SASL_PLAINTEXT listener, as a bootstrap list."""
+    return ",".join(sasl_address(b) for b in cluster.brokers)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from helpers.sasl import SECURED, sasl, sasl_bootstrap
+from helpers.sasl import SECURED, sasl, sasl_address, sasl_bootstrap
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
@@ -98,10 +98,7 @@ async def agreed_epochs(cluster: Any) -> dict[int, int] | None:
     Asking the whole bootstrap list reaches whichever broker answers first, and one that
     has not applied the topic yet would answer without it.
     """
-    seen = [
-        await leader_epochs(f"127.0.0.1:{broker.server.endpoints()['SASL_PLAINTEXT'][1]}")
-        for broker in cluster.brokers
-    ]
+    seen = [await leader_epochs(sasl_address(broker)) for broker in cluster.brokers]
     return seen[0] if all(s is not None and s == seen[0] for s in seen) else None
 
 

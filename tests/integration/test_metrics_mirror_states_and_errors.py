@@ -14,13 +14,10 @@ from typing import Any
 
 import pytest
 from helpers.metrics import scrape
-from helpers.mirror_credentials import (
-    MIRROR_CREDENTIALS,
-    SECURED_SOURCE,
-    sasl_bootstrap,
-)
+from helpers.mirror_credentials import MIRROR_CREDENTIALS, SECURED_SOURCE
 from helpers.mirrors import MIRROR, produce
 from helpers.promtool import promtool_problems
+from helpers.sasl import sasl_bootstrap
 from helpers.write_gate import Hold
 
 from mirrorsim.client import Admin

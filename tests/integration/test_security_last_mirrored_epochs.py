@@ -9,8 +9,9 @@ import uuid
 from typing import Any
 
 import pytest
-from helpers.mirror_credentials import MIRROR_CREDENTIALS, SECURED_SOURCE, sasl_bootstrap
+from helpers.mirror_credentials import MIRROR_CREDENTIALS, SECURED_SOURCE
 from helpers.mirrors import MIRROR, produce
+from helpers.sasl import sasl_bootstrap
 
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
