@@ -290,15 +290,19 @@ async def test_admin_sees_the_group_type_members_and_assignments_and_classic_joi
     assert line.split() == [group, "consumer", "Stable", "consumer"]
     described_cli = await _groups_cli(cluster.bootstrap, "--describe", "--group", group)
     assert described_cli.exit_code == 0, described_cli.output
-    rows = described_cli.output.splitlines()
+    state, members_section, offsets = described_cli.output.strip().split("\n\n")
+    rows = state.splitlines()
     assert rows[1].split()[:3] == [group, "consumer", "Stable"]
     assert rows[1].split()[-1] == "uniform"
-    member_rows = {row.split()[1]: row.split() for row in rows[4:] if row.strip()}
+    member_rows = {row.split()[1]: row.split() for row in members_section.splitlines()[1:]}
     assert set(member_rows) == {"left", "right"}
     cli_partitions = sorted(
         int(p) for row in member_rows.values() for p in row[4].removeprefix(f"{topic}:").split(",")
     )
     assert cli_partitions == list(range(PARTITIONS))
+    owners = {row.split()[2]: row.split()[-1] for row in offsets.splitlines()[1:]}
+    assert sorted(int(p) for p in owners) == list(range(PARTITIONS))
+    assert set(owners.values()) == {row[0] for row in member_rows.values()}
     missing = await _groups_cli(cluster.bootstrap, "--describe", "--group", "nobody")
     assert missing.exit_code == 1
     assert missing.output.strip() == "Error: Consumer group 'nobody' does not exist."
