@@ -13,33 +13,15 @@ import contextlib
 import logging
 from collections.abc import Mapping
 
+from mirrorsim.broker.metadata.mirror_configs import BOOTSTRAP_SERVERS, forces_reconnect
 from mirrorsim.client.admin import Admin
 
 log = logging.getLogger(__name__)
 
-BOOTSTRAP_SERVERS = "bootstrap.servers"
-CONNECTION_CONFIG_PREFIXES = ("sasl.", "ssl.")
-CONNECTION_CONFIGS = frozenset(
-    {
-        BOOTSTRAP_SERVERS,
-        "security.protocol",
-        "request.timeout.ms",
-        "default.api.timeout.ms",
-        "retry.backoff.ms",
-        "retry.backoff.max.ms",
-        "reconnect.backoff.ms",
-        "reconnect.backoff.max.ms",
-    }
-)
-
 
 def connection_settings(mirror_config: Mapping[str, str]) -> dict[str, str]:
     """The part of a mirror's configuration that decides how its source is reached."""
-    return {
-        name: value
-        for name, value in mirror_config.items()
-        if name in CONNECTION_CONFIGS or name.startswith(CONNECTION_CONFIG_PREFIXES)
-    }
+    return {name: value for name, value in mirror_config.items() if forces_reconnect(name)}
 
 
 def sync_client_id(broker_id: int, mirror: str) -> str:

@@ -85,6 +85,18 @@ _FIXED = {d.name: d for d in DESCRIBED_BY_DEFAULT} | {
     name: ConfigDef(name, ConfigType.INT, None, _non_negative, dynamic=True)
     for name in CLIENT_TIMEOUTS
 }
+FIXED_MIRROR_CONFIG_NAMES = frozenset(_FIXED)
+"""Every mirror config name that is not a ``sasl.``/``ssl.`` client setting."""
+
+
+RECONNECTING_NAMES = frozenset({BOOTSTRAP_SERVERS, SECURITY_PROTOCOL, *CLIENT_TIMEOUTS})
+"""The fixed names that decide how the source is reached (with every ``sasl.``/``ssl.``
+name): changing one reopens the mirror's source connections; the sync filters do not."""
+
+
+def forces_reconnect(name: str) -> bool:
+    """Whether a change of ``name`` must reopen the mirror's source connections."""
+    return name in RECONNECTING_NAMES or name.startswith(CREDENTIAL_PREFIXES)
 
 
 def is_sensitive(name: str) -> bool:

@@ -17,11 +17,15 @@ from helpers.metadata_sync import (
 )
 from helpers.mirrors import MIRROR
 
+from mirrorsim.broker.metadata.mirror_configs import FIXED_MIRROR_CONFIG_NAMES, forces_reconnect
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import TopicPartition
 from mirrorsim.coordinator.periodic_jobs import PeriodicJob
 from mirrorsim.coordinator.source_pool import SourcePool, connection_settings
+from mirrorsim.coordinator.sync.acls import MIRROR_ACL_INCLUDE
+from mirrorsim.coordinator.sync.groups import MIRROR_GROUPS_INCLUDE
+from mirrorsim.coordinator.sync.topics import MIRROR_TOPIC_PROPERTIES_EXCLUDE
 
 NEVER_S = 3600.0
 
@@ -140,6 +144,16 @@ def test_only_connection_settings_decide_the_source_connection() -> None:
         "sasl.mechanism": "PLAIN",
         "ssl.ca.location": "/ca.pem",
     }
+
+
+def test_every_mirror_config_either_reconnects_or_filters_the_sync() -> None:
+    """The mirror config table is the one place that says what a name does: each fixed
+    name reopens the source connection or is one of the sync filters, never both."""
+    filters = {MIRROR_TOPIC_PROPERTIES_EXCLUDE, MIRROR_GROUPS_INCLUDE, MIRROR_ACL_INCLUDE}
+    for name in FIXED_MIRROR_CONFIG_NAMES:
+        assert forces_reconnect(name) != (name in filters), name
+    assert forces_reconnect("ssl.truststore.location")
+    assert forces_reconnect("sasl.jaas.config")
 
 
 async def test_the_source_client_is_kept_until_its_connection_settings_change(
