@@ -1,13 +1,18 @@
-"""Partitions per broker: create time, RSS and open descriptors of two single-broker clusters.
+"""Partitions per broker: create, mirror, idle and fail over on two single-broker clusters.
 
 Run: .venv/bin/python -m mirrorsim.bench.bench_scale [--topics 20] [--partitions 100]
+     [--idle-seconds 60]
 
-Two clusters of one broker each run as OS processes (``ProcessCluster``). Each gets the
-same topics (CreateTopics, 10 topics per request) and one record per partition; then
-every broker's resident memory (``VmRSS``), open descriptors and, among them, open
-segment files are read from ``/proc``. The descriptor limit and the segment-file budget
-are the ones the broker logs at start (``log.md``, "Open files"). Results go to
-``bench/results/scale.json`` and ``scale.md``.
+Two clusters of one broker each run as OS processes (``ProcessCluster``). The source gets
+the topics (CreateTopics, 10 topics per request) and one record per partition. The
+destination mirrors them all (CreateMirror, AddTopicsToMirror), timed until every
+partition is MIRRORING with its record; then both brokers sit idle with the mirror
+running and their CPU over ``--idle-seconds`` is read from ``/proc/<pid>/schedstat``;
+then the failover (RemoveTopicsFromMirror of every topic) is timed until every partition
+is STOPPED. Every broker's resident memory (``VmRSS``), open descriptors and, among them,
+open segment files are read from ``/proc`` while the mirror runs. The descriptor limit
+and the segment-file budget are the ones the broker logs at start (``log.md``, "Open
+files"). Results go to ``bench/results/scale.json`` and ``scale.md``.
 """
 
 from __future__ import annotations
@@ -25,13 +30,18 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from mirrorsim.bench.bench_mirroring_peers import cpu_seconds
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.log.file_handles import budget_for
 from mirrorsim.broker.supervisor import ProcessCluster
+from mirrorsim.client import Admin
 
 RESULTS = Path(__file__).parent / "results"
 TOPICS_PER_REQUEST = 10
 TIMEOUT_S = 600
+MIRROR = "scale"
+STATE_POLL_S = 1.0
+CLIENT_CONFIG = {"default.api.timeout.ms": str(TIMEOUT_S * 1000)}
 
 
 def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
@@ -85,40 +95,118 @@ def process_view(pid: int, data_dir: str) -> dict[str, int]:
     }
 
 
-async def run(topic_count: int, partitions: int, root: Path) -> dict[str, Any]:
+async def _states(admin: Admin) -> dict[str, int]:
+    """How many of the mirror's partitions are in each state, and how many hold their
+    record (a destination offset of 1)."""
+    description = (await admin.describe_mirrors([MIRROR]))[MIRROR]
+    counts: dict[str, int] = {}
+    for p in description.partitions:
+        counts[p.state] = counts.get(p.state, 0) + 1
+    counts["copied"] = sum(1 for p in description.partitions if p.destination_offset >= 1)
+    return counts
+
+
+async def _until_states(admin: Admin, done: Any, what: str) -> float:
+    started = time.perf_counter()
+    async with asyncio.timeout(TIMEOUT_S):
+        while True:
+            counts = await _states(admin)
+            if done(counts):
+                return time.perf_counter() - started
+            print(f"  {what}: {counts}", file=sys.stderr, flush=True)
+            await asyncio.sleep(STATE_POLL_S)
+
+
+async def _mirror_everything(
+    source: ProcessCluster, destination: ProcessCluster, topics: list[str], total: int
+) -> float:
+    """Seconds from CreateMirror until every partition is MIRRORING with its record."""
+    async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
+        started = time.perf_counter()
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        (await admin.add_topics_to_mirror(MIRROR, topics)).all()
+        await _until_states(
+            admin,
+            lambda c: c.get("MIRRORING") == total and c["copied"] == total,
+            "mirroring",
+        )
+        return time.perf_counter() - started
+
+
+async def _fail_over(destination: ProcessCluster, topics: list[str], total: int) -> float:
+    async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
+        started = time.perf_counter()
+        (await admin.remove_topics_from_mirror(MIRROR, topics)).all()
+        await _until_states(admin, lambda c: c.get("STOPPED") == total, "failover")
+        return time.perf_counter() - started
+
+
+async def _idle_cpu(pids: list[int], seconds: float) -> list[float]:
+    """Each process's CPU over ``seconds`` of wall time, in percent of one core."""
+    before = [cpu_seconds(pid) for pid in pids]
+    await asyncio.sleep(seconds)
+    return [
+        round(100 * (cpu_seconds(pid) - b) / seconds, 1)
+        for pid, b in zip(pids, before, strict=True)
+    ]
+
+
+def _pid(cluster: ProcessCluster) -> int:
+    pid = cluster.brokers[1].pid
+    if pid is None:
+        raise RuntimeError(f"cluster {cluster.name}: broker 1 is not running")
+    return pid
+
+
+async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path) -> dict[str, Any]:
     topics = [f"scale-{i:04d}" for i in range(topic_count)]
-    clusters = [
+    total = topic_count * partitions
+    source, destination = (
         ProcessCluster(ClusterSpec(name, root / name), stop_timeout_s=TIMEOUT_S)
         for name in ("source", "destination")
-    ]
-    rows = []
-    for cluster in clusters:
+    )
+    for cluster in (source, destination):
         await cluster.start()
     try:
-        for cluster in clusters:
-            started = time.perf_counter()
-            await asyncio.to_thread(create_topics, cluster.bootstrap, topics, partitions)
-            create_s = time.perf_counter() - started
-            started = time.perf_counter()
-            await asyncio.to_thread(produce_one_record_each, cluster.bootstrap, topics, partitions)
-            produce_s = time.perf_counter() - started
-            broker = cluster.brokers[1]
-            assert broker.pid is not None
-            rows.append(
-                {
-                    "cluster": cluster.name,
-                    "create_s": round(create_s, 1),
-                    "produce_s": round(produce_s, 1),
-                    **process_view(broker.pid, cluster.data_dir(1)),
-                }
-            )
+        print(f"creating {total:,} partitions", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        await asyncio.to_thread(create_topics, source.bootstrap, topics, partitions)
+        create_s = time.perf_counter() - started
+        started = time.perf_counter()
+        await asyncio.to_thread(produce_one_record_each, source.bootstrap, topics, partitions)
+        produce_s = time.perf_counter() - started
+        print(f"mirroring {total:,} partitions", file=sys.stderr, flush=True)
+        mirror_s = await _mirror_everything(source, destination, topics, total)
+        pids = [_pid(c) for c in (source, destination)]
+        views = [
+            process_view(pid, c.data_dir(1))
+            for pid, c in zip(pids, (source, destination), strict=True)
+        ]
+        print(f"idle for {idle_seconds:.0f} s with the mirror running", file=sys.stderr, flush=True)
+        idle = await _idle_cpu(pids, idle_seconds)
+        print("failing over", file=sys.stderr, flush=True)
+        failover_s = await _fail_over(destination, topics, total)
     finally:
-        for cluster in clusters:
+        for cluster in (source, destination):
             await cluster.stop()
+    rows = [
+        {
+            "cluster": "source",
+            "seconds": {"create": round(create_s, 1), "produce": round(produce_s, 1)},
+        },
+        {
+            "cluster": "destination",
+            "seconds": {"mirror": round(mirror_s, 1), "failover": round(failover_s, 1)},
+        },
+    ]
+    for row, view, cpu in zip(rows, views, idle, strict=True):
+        row.update(view)
+        row["idle_cpu_percent"] = cpu
     return {
         "topics": topic_count,
         "partitions_per_topic": partitions,
-        "partitions_per_broker": topic_count * partitions,
+        "partitions_per_broker": total,
+        "idle_seconds": idle_seconds,
         "cpus": os.cpu_count(),
         "load_average": [round(x, 1) for x in os.getloadavg()],
         "brokers": rows,
@@ -130,18 +218,21 @@ def render_markdown(result: dict[str, Any]) -> str:
         f"# Scale: {result['partitions_per_broker']:,} partitions per broker "
         f"({result['topics']} topics x {result['partitions_per_topic']})",
         "",
-        "Two single-broker clusters as processes; one record per partition "
-        f"({result['cpus']} CPUs, load average {result['load_average']}).",
+        "Two single-broker clusters as processes; one record per partition on the source, "
+        "all of it mirrored by the destination "
+        f"({result['cpus']} CPUs, load average {result['load_average']}). Idle CPU: "
+        f"{result['idle_seconds']:.0f} s with the mirror running and nothing to copy.",
         "",
-        "| cluster | create s | produce s | RSS MiB | open fds | open segment files "
-        "| fd limit | segment-file budget |",
+        "| cluster | seconds | RSS MiB | open fds | open segment files | fd limit "
+        "| segment-file budget | idle CPU % of a core |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for row in result["brokers"]:
+        seconds = ", ".join(f"{k} {v}" for k, v in row["seconds"].items())
         lines.append(
-            f"| {row['cluster']} | {row['create_s']} | {row['produce_s']} | {row['rss_mib']} "
-            f"| {row['open_fds']} | {row['open_segment_files']} | {row['fd_limit']} "
-            f"| {row['segment_file_budget']} |"
+            f"| {row['cluster']} | {seconds} | {row['rss_mib']} | {row['open_fds']} "
+            f"| {row['open_segment_files']} | {row['fd_limit']} | {row['segment_file_budget']} "
+            f"| {row['idle_cpu_percent']} |"
         )
     return "\n".join(lines) + "\n"
 
@@ -150,9 +241,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mirrorsim.bench.bench_scale")
     parser.add_argument("--topics", type=int, default=20)
     parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     with tempfile.TemporaryDirectory(prefix="bench-scale-") as root:
-        result = asyncio.run(run(args.topics, args.partitions, Path(root)))
+        result = asyncio.run(run(args.topics, args.partitions, args.idle_seconds, Path(root)))
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "scale.json").write_text(json.dumps(result, indent=2) + "\n")
     (RESULTS / "scale.md").write_text(render_markdown(result))
