@@ -41,7 +41,12 @@ TOPICS_PER_REQUEST = 10
 TIMEOUT_S = 600
 MIRROR = "scale"
 STATE_POLL_S = 1.0
-CLIENT_CONFIG = {"default.api.timeout.ms": str(TIMEOUT_S * 1000)}
+CLIENT_CONFIG = {
+    "default.api.timeout.ms": str(TIMEOUT_S * 1000),
+    "request.timeout.ms": str(TIMEOUT_S * 1000),
+}
+"""One attempt per request: an AddTopicsToMirror retried after a client-side timeout
+finds its topics already being added and is refused."""
 
 
 def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
@@ -124,7 +129,9 @@ async def _mirror_everything(
     async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
         started = time.perf_counter()
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-        (await admin.add_topics_to_mirror(MIRROR, topics)).all()
+        for first in range(0, len(topics), TOPICS_PER_REQUEST):
+            chunk = topics[first : first + TOPICS_PER_REQUEST]
+            (await admin.add_topics_to_mirror(MIRROR, chunk)).all()
         await _until_states(
             admin,
             lambda c: c.get("MIRRORING") == total and c["copied"] == total,
@@ -136,7 +143,9 @@ async def _mirror_everything(
 async def _fail_over(destination: ProcessCluster, topics: list[str], total: int) -> float:
     async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
         started = time.perf_counter()
-        (await admin.remove_topics_from_mirror(MIRROR, topics)).all()
+        for first in range(0, len(topics), TOPICS_PER_REQUEST):
+            chunk = topics[first : first + TOPICS_PER_REQUEST]
+            (await admin.remove_topics_from_mirror(MIRROR, chunk)).all()
         await _until_states(admin, lambda c: c.get("STOPPED") == total, "failover")
         return time.perf_counter() - started
 
