@@ -308,9 +308,10 @@ class MirrorFetcherTask:
             }
         )
         max_bytes = self._quota.fetch_bytes(FETCH_MAX_BYTES) if throttled else FETCH_MAX_BYTES
-        ids = {key: mp.topic_id for key, mp in self.partitions.items()}
-        for key in request.forgotten:
-            ids.setdefault(key, self._forgotten_id(key))
+        ids = {
+            key: mp.topic_id if (mp := self.partitions.get(key)) else self._forgotten_id(key)
+            for key in (*request.partitions, *request.forgotten)
+        }
         spec = RequestSpec(
             FETCH_KEY,
             {

@@ -304,7 +304,7 @@ class ReplicaManager:
             return _satisfied(outcomes, params.min_bytes)
 
         keys = [(key.topic, key.partition) for key in partitions]
-        await self._purgatory.wait_until(keys, ready, params.max_wait_ms / 1000)
+        await self._purgatory.wait_until(keys, ready, params.max_wait_ms / 1000, checked=True)
         return outcomes
 
     def _record_follower_fetches(

@@ -96,9 +96,15 @@ class Purgatory:
         keys: Iterable[Hashable],
         condition: Callable[[], bool],
         timeout: float,
+        *,
+        checked: bool = False,
     ) -> bool:
-        """Whether ``condition`` became true before ``timeout`` seconds passed."""
-        if condition():
+        """Whether ``condition`` became true before ``timeout`` seconds passed.
+
+        ``checked``: the caller has just found ``condition`` false, with no await since, so
+        it is not evaluated again before the first wait (a long-poll Fetch's condition
+        reads every partition of the request)."""
+        if not checked and condition():
             return True
         parked = _current.get()
         if parked is not None:
@@ -112,10 +118,13 @@ class Purgatory:
     async def _wait_until(
         self, keys: list[Hashable], condition: Callable[[], bool], timeout: float
     ) -> bool:
+        """``condition`` is false on entry; it is evaluated after each change and once more
+        when the time is up."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not condition():
+        while True:
             remaining = deadline - loop.time()
             if remaining <= 0 or not await self.wait_for_change(keys, remaining):
                 return condition()
-        return True
+            if condition():
+                return True

@@ -250,6 +250,25 @@ async def test_long_poll_times_out_empty(manager: ReplicaManager) -> None:
     assert fetched_values(outcomes[key]) == []
 
 
+async def test_an_idle_long_poll_reads_its_partitions_at_its_start_and_its_expiry(
+    manager: ReplicaManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka reads a delayed fetch's partitions when it arrives and when it expires; an
+    idle broker with many partitions in fetch sessions spends its time on these reads."""
+    reads: list[int] = []
+    partition_class = type(manager.partition(TOPIC, 0))
+    real_read = partition_class.read
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        reads.append(1)
+        return real_read(self, *args, **kwargs)
+
+    monkeypatch.setattr(partition_class, "read", counted)
+    key = FetchKey(TOPIC, 0)
+    await manager.fetch(FetchParams(max_wait_ms=20, min_bytes=1), {key: consumer_fetch(0)})
+    assert len(reads) == 2
+
+
 async def test_acks_all_waits_for_the_isr(manager: ReplicaManager, wait_for: Any) -> None:
     await manager.apply_partition_state(state(0, replicas=(1, 2), isr=(1, 2)))
     append = asyncio.create_task(produce(manager, [b"a"]))
