@@ -41,6 +41,7 @@ from mirrorsim.drills.chaos.journal import (
     Divergence,
     Grant,
     MirrorStart,
+    RemoveRecord,
 )
 from mirrorsim.drills.chaos.observe import LogRecords, log_end, mirror_state, read_log
 from mirrorsim.drills.chaos.steps import REFUSALS, SETTLE_S, _admin, journal
@@ -232,12 +233,37 @@ async def _check_convergence(
                 ),
                 None,
             )
-            if removal is not None and removal.pid_reset_offset is not None:
-                await _check_copy(ctx, entry, start, removal.pid_reset_offset)
+            if (
+                removal is not None
+                and removal.pid_reset_offset is not None
+                and stopped_a_copy(removal)
+            ):
+                await _check_copy(
+                    ctx,
+                    entry,
+                    start,
+                    removal.pid_reset_offset,
+                    f" ({removal.state_before} before the remove)",
+                )
+
+
+NOT_COPYING = frozenset({"STOPPED", None})
+"""Mirror states read before a remove in which no add had reached the partition (None:
+the topic was in no mirror)."""
+
+
+def stopped_a_copy(removal: RemoveRecord) -> bool:
+    """Whether ``removal`` stopped a copy, so the destination below its MIRROR_PID_RESET
+    must equal the source. An add that a remove overtook before the partition left
+    STOPPED (the destination was down in between, say) copied nothing: the destination
+    keeps its own log, the remove only writes a second MIRROR_PID_RESET, and no
+    convergence was promised. Any other state, or one that could not be read, counts as
+    a copy."""
+    return removal.state_before not in NOT_COPYING
 
 
 async def _check_copy(
-    ctx: DrillContext, entry: ChaosJournal, start: MirrorStart, stop: int | None
+    ctx: DrillContext, entry: ChaosJournal, start: MirrorStart, stop: int | None, note: str = ""
 ) -> None:
     """The destination's batches equal the source's, below ``stop`` (everything when
     None, once the destination has caught up)."""
@@ -268,7 +294,7 @@ async def _check_copy(
         entry.violate(
             CONVERGED,
             f"{start.cluster}/{start.topic} differs from {start.source} below {limit}: "
-            f"first differing batch at {differing[0][0]}",
+            f"first differing batch at {differing[0][0]}{note}",
         )
 
 

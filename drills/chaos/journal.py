@@ -48,6 +48,10 @@ class RemoveRecord:
     log_end_before: int
     pid_reset_offset: int | None = None
     pid_reset_epoch: int | None = None
+    state_before: str | None = None
+    """The topic's mirror state on ``cluster`` read just before the remove: STOPPED (or
+    no mirror) means an earlier add had not reached the partition yet, so nothing was
+    truncated or copied for it."""
 
 
 @dataclass(frozen=True, slots=True)

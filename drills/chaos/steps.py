@@ -246,6 +246,7 @@ async def chaos_remove(
     write is acknowledged or STOPPED is seen, then wait for STOPPED and note where the
     MIRROR_PID_RESET batch landed."""
     destination = ctx.cluster(cluster)
+    state_before = await _state_or_none(destination, topic)
     try:
         floor = await log_end(destination, topic)
         async with _admin(destination) as admin:
@@ -253,7 +254,7 @@ async def chaos_remove(
     except REFUSALS:
         entry.refused += 1
         return
-    removal = RemoveRecord(entry.step, cluster, topic, floor)
+    removal = RemoveRecord(entry.step, cluster, topic, floor, state_before=state_before)
     entry.removes.append(removal)
     ctx.mark("chaos remove", f"{topic} from {mirror} on {cluster}")
     async with ClusterClient(
