@@ -5,6 +5,7 @@ the command line's refusals."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -84,7 +85,9 @@ async def test_the_check_catches_a_lost_record_and_a_deleted_acl() -> None:
         assert f"b: ACL User:moved on {topic} deleted" in details
 
 
-async def test_a_failback_without_the_sources_state_coordinator_still_stops_on_remove() -> None:
+async def test_a_failback_without_the_sources_state_coordinator_still_stops_on_remove(
+    wait_for: Any,
+) -> None:
     """``chaos_state_leader_down`` stops the broker of ``b`` that coordinates the topic's
     mirror state while ``b`` keeps answering: ``a``'s failback from ``b`` then waits in
     PREPARING for the LME, and a remove there still reaches STOPPED with every invariant
@@ -103,12 +106,19 @@ async def test_a_failback_without_the_sources_state_coordinator_still_stops_on_r
             await run_step(ctx, Step(kind, params))
         b = explorer.clusters["b"]
         assert b.running and len(b.in_process_brokers) == 1
-        assert await mirror_state(explorer.clusters["a"], topic) == "PREPARING"
+        # the failback's partition starts UNKNOWN and its leader moves it to PREPARING
+        await wait_for(
+            lambda: _is_preparing(explorer, topic), timeout=30, message="a's failback PREPARING"
+        )
         for kind, params in [("chaos_remove", on_a), ("chaos_check", {})]:
             await run_step(ctx, Step(kind, params))
         assert ctx.results["chaos_violations"] == [], ctx.results["chaos_details"]
         assert ctx.chaos is not None and ctx.chaos.faults == 1
         assert await mirror_state(explorer.clusters["a"], topic) == "STOPPED"
+
+
+async def _is_preparing(explorer: Explorer, topic: str) -> bool:
+    return await mirror_state(explorer.clusters["a"], topic) == "PREPARING"
 
 
 async def test_a_schedule_replays_as_a_drill_with_its_invariants(tmp_path: Path) -> None:
