@@ -19,7 +19,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import struct
 import subprocess
@@ -36,6 +35,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
+from mirrorsim.broker.ports import free_port
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
 
@@ -195,18 +195,12 @@ def confluent_consume(bootstrap: str, topic: str, count: int) -> Measurement:
     return Measurement(read, total, elapsed)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def broker_process(work: Path) -> Iterator[str]:
     """A one-broker cluster in its own ``mirrorsim up`` process; yields its bootstrap."""
     config = work / "clusters.toml"
     config.write_text(
-        f'[cluster.bench]\nbrokers = 1\nhost = "127.0.0.1"\nport = {_free_port()}\n'
+        f'[cluster.bench]\nbrokers = 1\nhost = "127.0.0.1"\nport = {free_port()}\n'
         f'data_dir = "{work / "data"}"\n'
     )
     command = [str(Path(sys.executable).parent / "mirrorsim"), "up", "--config", str(config)]

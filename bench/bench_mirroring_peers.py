@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import importlib.util
 import json
 import os
 import shlex
-import socket
 import statistics
 import sys
 import tempfile
@@ -48,10 +46,12 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from mirrorsim.bench.bench_mirroring import produce_topic, socket_copy_seconds
 from mirrorsim.broker.cluster import ClusterSpec
+from mirrorsim.broker.ports import free_port
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic, OffsetSpec, TopicPartition
 from mirrorsim.compare.kafka_io import consume_until, partitions_of
+from mirrorsim.drills.polling import wait_until
 
 RESULTS = Path(__file__).parent / "results"
 TOPIC = "bench"
@@ -97,26 +97,17 @@ class CpuMeter:
         self.seconds = self._total() - self.started
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-async def _accepting(port: int) -> None:
-    async with asyncio.timeout(START_TIMEOUT_S):
-        while True:
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                return
-            await asyncio.sleep(0.05)
+async def _connects(port: int) -> bool:
+    """True once ``port`` accepts a connection (OSError until then)."""
+    _, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.close()
+    return True
 
 
 @asynccontextmanager
 async def tansu(log_dir: Path, name: str) -> AsyncIterator[tuple[str, int]]:
     """One tansu broker with in-memory storage: its bootstrap and pid."""
-    port = _free_port()
+    port = free_port()
     url = f"tcp://127.0.0.1:{port}"
     with open(log_dir / f"tansu-{name}.log", "wb") as log_file:
         process = await asyncio.create_subprocess_exec(
@@ -132,7 +123,7 @@ async def tansu(log_dir: Path, name: str) -> AsyncIterator[tuple[str, int]]:
             stderr=log_file,
         )
         try:
-            await _accepting(port)
+            await wait_until(lambda: _connects(port), START_TIMEOUT_S, f"tansu {name} accepting")
             yield f"127.0.0.1:{port}", process.pid
         finally:
             process.terminate()
@@ -163,9 +154,10 @@ async def _mirror_states(admin: Admin) -> list[str]:
 
 
 async def _wait_states(admin: Admin, wanted: str, partitions: int) -> None:
-    async with asyncio.timeout(START_TIMEOUT_S * 4):
-        while await _mirror_states(admin) != [wanted] * partitions:
-            await asyncio.sleep(0.05)
+    async def reached() -> bool:
+        return await _mirror_states(admin) == [wanted] * partitions
+
+    await wait_until(reached, START_TIMEOUT_S * 4, f"every partition {wanted}", retry_on=())
 
 
 async def _mirroring(
@@ -194,9 +186,13 @@ async def _mirroring(
             meter.start()
             started = time.monotonic()
             (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
-            async with asyncio.timeout(COPY_TIMEOUT_S):
-                while await _list_ends(admin, partitions) != target:
-                    await asyncio.sleep(POLL_S)
+
+            async def copied() -> bool:
+                return await _list_ends(admin, partitions) == target
+
+            await wait_until(
+                copied, COPY_TIMEOUT_S, "the complete copy", retry_on=(), interval=POLL_S
+            )
             elapsed = time.monotonic() - started
             meter.stop()
     return produced, elapsed, meter.seconds

@@ -30,11 +30,12 @@ from typing import Any
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from mirrorsim.bench.bench_mirroring_peers import cpu_seconds
+from mirrorsim.bench.bench_mirroring_peers import CpuMeter
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.log.file_handles import budget_for
 from mirrorsim.broker.supervisor import ProcessCluster
 from mirrorsim.client import Admin
+from mirrorsim.drills.polling import wait_until
 
 RESULTS = Path(__file__).parent / "results"
 TOPICS_PER_REQUEST = 10
@@ -49,10 +50,15 @@ CLIENT_CONFIG = {
 finds its topics already being added and is refused."""
 
 
+def _chunks(topics: list[str]) -> list[list[str]]:
+    """``topics`` in requests of ``TOPICS_PER_REQUEST``."""
+    return [topics[i : i + TOPICS_PER_REQUEST] for i in range(0, len(topics), TOPICS_PER_REQUEST)]
+
+
 def create_topics(bootstrap: str, topics: list[str], partitions: int) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for start in range(0, len(topics), TOPICS_PER_REQUEST):
-        chunk = [NewTopic(t, partitions, 1) for t in topics[start : start + TOPICS_PER_REQUEST]]
+    for names in _chunks(topics):
+        chunk = [NewTopic(t, partitions, 1) for t in names]
         for future in admin.create_topics(chunk, request_timeout=TIMEOUT_S).values():
             future.result(TIMEOUT_S)
 
@@ -111,15 +117,17 @@ async def _states(admin: Admin) -> dict[str, int]:
     return counts
 
 
-async def _until_states(admin: Admin, done: Any, what: str) -> float:
-    started = time.perf_counter()
-    async with asyncio.timeout(TIMEOUT_S):
-        while True:
-            counts = await _states(admin)
-            if done(counts):
-                return time.perf_counter() - started
+async def _until_states(admin: Admin, done: Any, what: str) -> None:
+    """Poll the mirror's state counts until ``done(counts)``, printing them meanwhile."""
+
+    async def reached() -> bool:
+        counts = await _states(admin)
+        finished = bool(done(counts))
+        if not finished:
             print(f"  {what}: {counts}", file=sys.stderr, flush=True)
-            await asyncio.sleep(STATE_POLL_S)
+        return finished
+
+    await wait_until(reached, TIMEOUT_S, what, retry_on=(), interval=STATE_POLL_S)
 
 
 async def _mirror_everything(
@@ -129,8 +137,7 @@ async def _mirror_everything(
     async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
         started = time.perf_counter()
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-        for first in range(0, len(topics), TOPICS_PER_REQUEST):
-            chunk = topics[first : first + TOPICS_PER_REQUEST]
+        for chunk in _chunks(topics):
             (await admin.add_topics_to_mirror(MIRROR, chunk)).all()
         await _until_states(
             admin,
@@ -143,8 +150,7 @@ async def _mirror_everything(
 async def _fail_over(destination: ProcessCluster, topics: list[str], total: int) -> float:
     async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
         started = time.perf_counter()
-        for first in range(0, len(topics), TOPICS_PER_REQUEST):
-            chunk = topics[first : first + TOPICS_PER_REQUEST]
+        for chunk in _chunks(topics):
             (await admin.remove_topics_from_mirror(MIRROR, chunk)).all()
         await _until_states(admin, lambda c: c.get("STOPPED") == total, "failover")
         return time.perf_counter() - started
@@ -152,12 +158,13 @@ async def _fail_over(destination: ProcessCluster, topics: list[str], total: int)
 
 async def _idle_cpu(pids: list[int], seconds: float) -> list[float]:
     """Each process's CPU over ``seconds`` of wall time, in percent of one core."""
-    before = [cpu_seconds(pid) for pid in pids]
+    meters = [CpuMeter((pid,)) for pid in pids]
+    for meter in meters:
+        meter.start()
     await asyncio.sleep(seconds)
-    return [
-        round(100 * (cpu_seconds(pid) - b) / seconds, 1)
-        for pid, b in zip(pids, before, strict=True)
-    ]
+    for meter in meters:
+        meter.stop()
+    return [round(100 * meter.seconds / seconds, 1) for meter in meters]
 
 
 def _pid(cluster: ProcessCluster) -> int:

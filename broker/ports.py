@@ -47,6 +47,14 @@ def _restartable(host: str, port: int) -> bool:
     return _bindable(host, port) and _bindable(host, port + METRICS_PORT_OFFSET)
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """Any port free on ``host`` right now, from the ephemeral range (for a process that
+    will not be restarted on it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
 def restartable_port(host: str = "127.0.0.1") -> int:
     """A free port whose derived metrics port is free too, both below the ephemeral range;
     any free port if that range has none."""
@@ -55,9 +63,7 @@ def restartable_port(host: str = "127.0.0.1") -> int:
         for port in random.sample(range(LOWEST_CANDIDATE, high), ATTEMPTS):
             if _restartable(host, port):
                 return port
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return free_port(host)
 
 
 def restartable_base(count: int, host: str = "127.0.0.1") -> int:

@@ -30,7 +30,13 @@ from mirrorsim.cli.group_offsets import (
 )
 from mirrorsim.cli.output import table
 from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import ConsumerGroupListing, OffsetSpec, TopicPartition
+from mirrorsim.client.admin_types import (
+    ConsumerGroupListing,
+    ConsumerProtocolMember,
+    MemberDescription,
+    OffsetSpec,
+    TopicPartition,
+)
 
 CONSUMER_GROUP_TYPE = "consumer"
 INACTIVE_STATES = frozenset({"Empty", "Dead"})
@@ -200,12 +206,10 @@ async def _describe(
 
 
 async def _offsets(admin: Admin, group_id: str, owners: dict[TopicPartition, str]) -> str:
-    committed = {
-        tp: om.offset for tp, om in (await admin.list_consumer_group_offsets(group_id)).items()
-    }
+    committed = await _committed(admin, group_id)
     wanted = set(committed) | set(owners)
-    ends = await admin.list_offsets(dict.fromkeys(wanted, OffsetSpec.LATEST)) if wanted else {}
-    rows = lag_rows(committed, {tp: info.offset for tp, info in ends.items()}, owners)
+    ends = await _offsets_at(admin, wanted, OffsetSpec.LATEST) if wanted else {}
+    rows = lag_rows(committed, ends, owners)
     return table(
         ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID"),
         (
@@ -232,15 +236,13 @@ async def _reset(
     execute: bool,
 ) -> str:
     async with _admin(bootstrap, config) as admin:
-        for listing in await admin.list_consumer_groups():
-            if listing.group_id == group_id and listing.state not in INACTIVE_STATES:
-                raise CommandError(
-                    f"Assignments can only be reset if the group '{group_id}' is inactive, "
-                    f"but the current state is {listing.state}."
-                )
-        committed = {
-            tp: om.offset for tp, om in (await admin.list_consumer_group_offsets(group_id)).items()
-        }
+        listing = await _find_listing(admin, group_id)
+        if listing is not None and listing.state not in INACTIVE_STATES:
+            raise CommandError(
+                f"Assignments can only be reset if the group '{group_id}' is inactive, "
+                f"but the current state is {listing.state}."
+            )
+        committed = await _committed(admin, group_id)
         partitions = (
             await _named_partitions(admin, topics) if topics else sorted(committed, key=_order)
         )
@@ -282,17 +284,28 @@ async def _named_partitions(
     return chosen
 
 
+async def _committed(admin: Admin, group_id: str) -> dict[TopicPartition, int]:
+    return {tp: om.offset for tp, om in (await admin.list_consumer_group_offsets(group_id)).items()}
+
+
 async def _offsets_at(
-    admin: Admin, partitions: list[TopicPartition], spec: int
+    admin: Admin, partitions: Iterable[TopicPartition], spec: int
 ) -> dict[TopicPartition, int]:
     found = await admin.list_offsets(dict.fromkeys(partitions, spec))
     return {tp: info.offset for tp, info in found.items()}
 
 
-async def _listing(admin: Admin, group_id: str) -> ConsumerGroupListing:
+async def _find_listing(admin: Admin, group_id: str) -> ConsumerGroupListing | None:
     for listing in await admin.list_consumer_groups():
         if listing.group_id == group_id:
             return listing
+    return None
+
+
+async def _listing(admin: Admin, group_id: str) -> ConsumerGroupListing:
+    listing = await _find_listing(admin, group_id)
+    if listing is not None:
+        return listing
     raise CommandError(f"Consumer group '{group_id}' does not exist.")
 
 
@@ -327,8 +340,7 @@ async def _describe_consumer(
             for m in group.members
         ),
     )
-    owners = {tp: m.member_id for m in group.members for tp in m.assignment}
-    return head, members, owners
+    return head, members, _owners(group.members)
 
 
 async def _describe_classic(
@@ -354,5 +366,11 @@ async def _describe_classic(
             for m in group.members
         ),
     )
-    owners = {tp: m.member_id for m in group.members for tp in m.assignment}
-    return head, members, owners
+    return head, members, _owners(group.members)
+
+
+def _owners(
+    members: Iterable[MemberDescription | ConsumerProtocolMember],
+) -> dict[TopicPartition, str]:
+    """Each assigned partition's member id."""
+    return {tp: m.member_id for m in members for tp in m.assignment}
