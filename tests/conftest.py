@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from helpers.hang_report import REPORT_BEFORE_TIMEOUT_S, report_hang_after
 from hypothesis import settings
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.broker.ports import free_port
 from mirrorsim.drills.polling import DrillTimeout, wait_until
 
 POLL_INTERVAL_S = 0.01
@@ -29,12 +29,6 @@ POLL_INTERVAL_S = 0.01
 # a per-example deadline would measure the machine, not the code.
 settings.register_profile("mirrorsim", deadline=None)
 settings.load_profile("mirrorsim")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def wait_for(
@@ -54,11 +48,8 @@ async def wait_for(
 def _report_a_hang(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test about to hit pytest-timeout prints its pending asyncio tasks first."""
     marker = request.node.get_closest_marker("timeout")
-    timeout = (
-        float(marker.args[0])
-        if marker and marker.args
-        else float(request.config.getini("timeout") or 0)
-    )
+    configured = request.config.getoption("timeout", None) or request.config.getini("timeout")
+    timeout = float(marker.args[0]) if marker and marker.args else float(configured or 0)
     if timeout <= REPORT_BEFORE_TIMEOUT_S:
         yield
         return
