@@ -11,6 +11,11 @@ own values as GROUP_CONFIG and the rest as defaults, whether or not the group ex
 resource needs DESCRIBE_CONFIGS on its ACL resource (``acl_resource``). A MIRROR resource
 needs version 5 or later, the version KIP-1279 added so clients can see mirror config
 support in ApiVersions; before it, the resource is INVALID_REQUEST.
+
+Topic and broker values come from the broker's metadata snapshot, which is brought up to
+date before answering: a config altered through another broker a moment ago is described
+as altered (a script that alters and then describes must not see the old value). The
+refresh reads one counter row when nothing changed.
 """
 
 from __future__ import annotations
@@ -45,12 +50,15 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import DESCRIBE_CONFIGS_MIRROR_VERSION
 
 DESCRIBE_CONFIGS_KEY = 32
+_FROM_SNAPSHOT = frozenset({ConfigResourceType.TOPIC, ConfigResourceType.BROKER})
 
 
 @handles(DESCRIBE_CONFIGS_KEY, min_version=1, max_version=DESCRIBE_CONFIGS_MIRROR_VERSION)
 async def handle(ctx: RequestContext, body: Any) -> Any:
     results = []
     include_synonyms = bool(getattr(body, "include_synonyms", False))
+    if any(r.resource_type in _FROM_SNAPSHOT for r in body.resources):
+        await ctx.broker.refresh_metadata()
     for resource in body.resources:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:

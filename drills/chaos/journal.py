@@ -104,6 +104,9 @@ class ChaosJournal:
     starts: list[MirrorStart] = field(default_factory=list)
     acls: list[Grant] = field(default_factory=list)
     configs: list[Grant] = field(default_factory=list)
+    config_alters: list[Grant] = field(default_factory=list)
+    """Every config alter sent, answered or not (a timed-out one may still have been
+    applied): any of them replaces what an earlier grant set."""
     aborted: set[str] = field(default_factory=set)
     violations: list[Violation] = field(default_factory=list)
     divergence: list[Divergence] = field(default_factory=list)

@@ -360,6 +360,7 @@ async def chaos_alter_config(
     """Set ``retention.ms`` of ``topic`` on the active cluster."""
     resource = ConfigResource(ConfigResourceType.TOPIC, topic)
     value = str(retention_ms)
+    entry.config_alters.append(Grant(entry.step, cluster, topic, "retention.ms", value))
     try:
         async with _admin(ctx.cluster(cluster)) as admin:
             ops = {resource: [AlterConfigOp("retention.ms", value)]}

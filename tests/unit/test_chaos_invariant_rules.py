@@ -1,12 +1,13 @@
-"""Which removes promise that the destination equals the source below their
-MIRROR_PID_RESET: only those that stopped a copy."""
+"""Rules of the chaos check that decide what it may expect: which removes promise that the
+destination equals the source below their MIRROR_PID_RESET (only those that stopped a
+copy), and which config grants must survive (only the last alter of a topic)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mirrorsim.drills.chaos.invariants import stopped_a_copy
-from mirrorsim.drills.chaos.journal import RemoveRecord
+from mirrorsim.drills.chaos.invariants import stopped_a_copy, watched_configs
+from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, RemoveRecord
 from mirrorsim.drills.chaos.observe import UNANSWERED
 
 
@@ -30,3 +31,22 @@ def test_only_a_remove_that_stopped_a_copy_promises_convergence(
     first failover's MIRROR_PID_RESET, and the check compared it with the source's."""
     removal = RemoveRecord(1, "b", "t", 5, pid_reset_offset=6, state_before=state_before)
     assert stopped_a_copy(removal) is promised
+
+
+def test_a_later_alter_the_explorer_could_not_count_replaces_an_earlier_grant() -> None:
+    """Seed 4, schedule 7 of the soak: two alters of ``retention.ms`` on the source; the
+    second was not counted as a grant (its topic's state could not be read then), and the
+    check expected the first value although the second had replaced it."""
+    entry = ChaosJournal()
+    first = Grant(7, "a", "t", "retention.ms", "86400000")
+    entry.configs.append(first)
+    entry.config_alters += [first, Grant(8, "a", "t", "retention.ms", "7200000")]
+    assert watched_configs(entry) == []
+
+
+def test_the_last_grant_of_a_topic_is_watched() -> None:
+    entry = ChaosJournal()
+    grants = [Grant(3, "a", "t", "retention.ms", "1"), Grant(5, "a", "t", "retention.ms", "2")]
+    entry.configs += grants
+    entry.config_alters += [*grants, Grant(6, "b", "t", "retention.ms", "3")]
+    assert watched_configs(entry) == [grants[1]]
