@@ -1,7 +1,7 @@
 """Soak of the chaos explorer: many schedules on two in-process clusters.
 
 Run: ``.venv/bin/python -m mirrorsim.bench.bench_chaos --schedules 1000 [--seed S]
-[--steps K] [--no-shrink] [--workers W]``
+[--steps K] [--no-shrink] [--workers W] [--broker-log FILE]``
 
 Measures schedules per minute (time running schedules and their checks; shrinking is
 timed apart) and counts the violations per invariant. ``--workers`` runs that many
@@ -10,7 +10,10 @@ seeded schedules: an in-process schedule is CPU-bound in one event loop, so a se
 core doubles the soak's rate; the schedules and their verdicts are the same as with one.
 Results go to bench/results/chaos.json and chaos.md, with the full exploration report
 (replayable drill YAML per violation) under bench/results/chaos-report/ when ``--report``
-names no other directory.
+names no other directory. ``--broker-log`` keeps the brokers' warnings (silenced
+otherwise), one file per worker, each verdict written between them: a violation seen
+once in a long soak is explained from its schedule's lines instead of a replay that may
+not reproduce it.
 """
 
 from __future__ import annotations
@@ -46,29 +49,58 @@ def _progress(outcome: ScheduleOutcome) -> None:
     if outcome.error:
         seen.append(outcome.error.splitlines()[0])
     details = "".join(f"\n    {line[:300]}" for line in seen)
-    print(
-        f"schedule {outcome.schedule.index}: {verdict} ({outcome.seconds:.1f}s){details}",
-        file=sys.stderr,
-        flush=True,
-    )
+    line = f"schedule {outcome.schedule.index}: {verdict} ({outcome.seconds:.1f}s){details}"
+    print(line, file=sys.stderr, flush=True)
+    _VERDICTS.warning("%s", line)
 
 
-def _soak_slice(indices: list[int], steps: int, seed: int, shrink: bool) -> Exploration:
-    for name in ("aiokafka", "mirrorsim"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+_VERDICTS = logging.getLogger("mirrorsim.bench.chaos")
+
+
+def _soak_slice(
+    indices: list[int], steps: int, seed: int, shrink: bool, broker_log: Path | None = None
+) -> Exploration:
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    ours = logging.getLogger("mirrorsim")
+    ours.propagate = False
+    if broker_log is None:
+        ours.setLevel(logging.CRITICAL)
+    else:
+        handler = logging.FileHandler(broker_log)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+        ours.addHandler(handler)
+        ours.setLevel(logging.WARNING)
     return asyncio.run(soak(indices, steps, seed, shrink))
 
 
-def run(schedules: int, steps: int, seed: int, shrink: bool, workers: int) -> Exploration:
+def _worker_log(broker_log: Path | None, worker: int, workers: int) -> Path | None:
+    if broker_log is None or workers == 1:
+        return broker_log
+    return broker_log.with_name(f"{broker_log.name}.{worker}")
+
+
+def run(
+    schedules: int,
+    steps: int,
+    seed: int,
+    shrink: bool,
+    workers: int,
+    broker_log: Path | None = None,
+) -> Exploration:
     """The schedules ``0..schedules-1`` of ``seed``, dealt round-robin to ``workers``
     processes; one exploration with the outcomes in schedule order."""
     started = time.monotonic()
     slices = [list(range(w, schedules, workers)) for w in range(workers)]
     if workers == 1:
-        parts = [_soak_slice(slices[0], steps, seed, shrink)]
+        parts = [_soak_slice(slices[0], steps, seed, shrink, broker_log)]
     else:
         with ProcessPoolExecutor(workers) as pool:
-            futures = [pool.submit(_soak_slice, s, steps, seed, shrink) for s in slices]
+            futures = [
+                pool.submit(
+                    _soak_slice, s, steps, seed, shrink, _worker_log(broker_log, w, workers)
+                )
+                for w, s in enumerate(slices)
+            ]
             parts = [f.result() for f in futures]
     merged = Exploration(seed=seed, mode=parts[0].mode)
     merged.outcomes = sorted(
@@ -89,10 +121,13 @@ def main() -> None:
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--report", type=Path, default=RESULTS_DIR / "chaos-report")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--broker-log", type=Path, default=None)
     args = parser.parse_args()
     if args.workers < 1:
         parser.error("--workers must be at least 1")
-    result = run(args.schedules, args.steps, args.seed, not args.no_shrink, args.workers)
+    result = run(
+        args.schedules, args.steps, args.seed, not args.no_shrink, args.workers, args.broker_log
+    )
     write_report(result, args.report)
     first: dict[str, int] = {}
     per_invariant: collections.Counter[str] = collections.Counter()
