@@ -20,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
-from mirrorsim.client.errors import raise_for_error
+from mirrorsim.client.errors import KafkaConnectionError, raise_for_error
 from mirrorsim.coordinator.batching import KeyedBatcher
 from mirrorsim.coordinator.broker_ports import InterBrokerClientHost
 from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
@@ -122,10 +123,23 @@ class MirrorStateClient:
             await self._peers.start()
         return self._peers
 
+    async def _send_to_coordinator(self, node: int, spec: RequestSpec) -> Any:
+        """One attempt. ``node`` leads the state partition in this broker's snapshot; if
+        it cannot be reached it has most likely stopped and its partition is moving, so the
+        caller retries with fresh routing (a coordinator's reconcile loop, or another
+        cluster asking LastMirroredEpochs within its own request timeout) instead of
+        knocking on a dead broker's door until the api timeout."""
+        client = await self._peer_client()
+        try:
+            return await client.send_to_node_once(node, spec)
+        except KafkaConnectionError as exc:
+            raise KafkaError(
+                ErrorCode.COORDINATOR_NOT_AVAILABLE, f"mirror state coordinator {node}: {exc}"
+            ) from exc
+
     async def _read_remote(
         self, node: int, mirror: str, topic: str, partitions: list[int]
     ) -> dict[int, StoredState]:
-        client = await self._peer_client()
         spec = RequestSpec(
             MirrorApiKey.READ_MIRROR_STATES,
             {
@@ -135,7 +149,7 @@ class MirrorStateClient:
                 ],
             },
         )
-        response = await client.send_to_node(node, spec)
+        response = await self._send_to_coordinator(node, spec)
         raise_for_error(response.error_code, response.error_message)
         found = {}
         for t in response.topics:
@@ -149,7 +163,6 @@ class MirrorStateClient:
     async def _write_remote(
         self, node: int, mirror: str, topic: str, updates: Mapping[int, StateUpdate]
     ) -> None:
-        client = await self._peer_client()
         spec = RequestSpec(
             MirrorApiKey.WRITE_MIRROR_STATES,
             {
@@ -172,7 +185,7 @@ class MirrorStateClient:
                 "removed_topics": [],
             },
         )
-        response = await client.send_to_node(node, spec)
+        response = await self._send_to_coordinator(node, spec)
         raise_for_error(response.error_code, response.error_message)
         for t in response.topics:
             for p in t.partitions:

@@ -43,7 +43,14 @@ from mirrorsim.drills.chaos.journal import (
     MirrorStart,
     RemoveRecord,
 )
-from mirrorsim.drills.chaos.observe import LogRecords, log_end, mirror_state, read_log
+from mirrorsim.drills.chaos.observe import (
+    OFFLINE,
+    UNANSWERED,
+    LogRecords,
+    log_end,
+    mirror_state,
+    read_log,
+)
 from mirrorsim.drills.chaos.steps import REFUSALS, SETTLE_S, _admin, journal
 from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import DrillContext
@@ -244,12 +251,42 @@ async def _check_convergence(
                     start,
                     removal.pid_reset_offset,
                     f" ({removal.state_before} before the remove)",
+                    _own_log_from(entry, start, removal),
                 )
 
 
 NOT_COPYING = frozenset({"STOPPED", None})
 """Mirror states read before a remove in which no add had reached the partition (None:
 the topic was in no mirror)."""
+
+
+MAY_BE_UNCUT = frozenset({"PREPARING", "FAILED", OFFLINE, UNANSWERED})
+"""Mirror states read before a remove in which the re-add's LME cut may not have been
+made yet: a remove accepted then cuts nothing (the partition goes through STOPPING)."""
+
+
+def _own_log_from(entry: ChaosJournal, start: MirrorStart, removal: RemoveRecord) -> int | None:
+    """The offset of the MIRROR_PID_RESET of the failover before ``start`` when
+    ``removal`` may have overtaken ``start``'s LME cut: from there the destination may
+    still hold its own log."""
+    if removal.state_before not in MAY_BE_UNCUT:
+        return None
+    earlier = [
+        r
+        for r in entry.removes
+        if (r.cluster, r.topic) == (start.cluster, start.topic) and r.step < start.step
+    ]
+    return earlier[-1].pid_reset_offset if earlier else None
+
+
+def copied_below(ours: LogRecords, own_from: int | None, limit: int) -> int:
+    """Below which offset the destination must equal the source: ``limit``, or
+    ``own_from`` when the destination still holds the MIRROR_PID_RESET it wrote there.
+    Then no LME cut reached it (a cut to the source's log removes that batch), and from
+    there the log is the destination's own, not a copy."""
+    if own_from is not None and own_from < limit and own_from in dict(ours.pid_resets):
+        return own_from
+    return limit
 
 
 def stopped_a_copy(removal: RemoveRecord) -> bool:
@@ -263,10 +300,16 @@ def stopped_a_copy(removal: RemoveRecord) -> bool:
 
 
 async def _check_copy(
-    ctx: DrillContext, entry: ChaosJournal, start: MirrorStart, stop: int | None, note: str = ""
+    ctx: DrillContext,
+    entry: ChaosJournal,
+    start: MirrorStart,
+    stop: int | None,
+    note: str = "",
+    own_from: int | None = None,
 ) -> None:
     """The destination's batches equal the source's, below ``stop`` (everything when
-    None, once the destination has caught up)."""
+    None, once the destination has caught up), or below ``own_from`` when the destination
+    kept its own log from there (``copied_below``)."""
     destination = ctx.cluster(start.cluster)
     source = ctx.cluster(start.source)
 
@@ -285,7 +328,7 @@ async def _check_copy(
     except DrillTimeout:
         entry.violate(SETTLES, f"{start.topic} on {start.cluster} did not catch up")
         return
-    limit = stop if stop is not None else ours.log_end
+    limit = copied_below(ours, own_from, stop if stop is not None else ours.log_end)
     low = max(_first(theirs), _first(ours))
     mine = _digests(ours, low, limit)
     expected = _digests(theirs, low, limit)

@@ -4,11 +4,14 @@ member) cannot lose a state a mirror partition already acted on."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+import pytest
 from helpers.replication import FAST, broker, create_topic
 
 from mirrorsim.coordinator.state_machine import MirrorPartitionState, StateUpdate
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.mirror_state_records import MIRROR_STATE_TOPIC
 
 MIRROR = "my-mirror"
@@ -47,3 +50,42 @@ async def test_a_state_write_returns_once_every_isr_member_has_it(
 
     stored = await coordinator.mirrors.states.read(MIRROR, "orders", [0])
     assert stored[0].state is MirrorPartitionState.MIRRORING
+
+
+async def test_a_state_read_routed_to_a_stopped_coordinator_fails_at_once_as_retriable(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """Seed 5, schedule 47 of the chaos soak: a failback's LastMirroredEpochs reached a
+    broker whose snapshot still named a stopped broker as the ``__mirror_state`` leader,
+    and the read knocked on its door until the api timeout, past the asking cluster's
+    3 s request timeout, again and again. The read now fails with
+    COORDINATOR_NOT_AVAILABLE at once, and the caller retries with fresh routing.
+    Snapshots are refreshed by hand here, so the asker's stays stale after the stop."""
+    stale = {"metadata.refresh.interval.ms": 600_000, "mirror.topic.num.partitions": 1}
+    cluster = await start_cluster(brokers=2, configs={**FAST, **stale})
+    await create_topic(cluster, "orders", replicas=(1, 2))
+    first = cluster.brokers[0]
+    await first.mirrors.state_topic.ensure_created()
+
+    async def state_topic_led_everywhere() -> bool:
+        for b in cluster.brokers:
+            await b.refresh_metadata()
+        return all(
+            MIRROR_STATE_TOPIC in b.snapshot.topics and b.mirrors.state_topic.leader_of(0) >= 0
+            for b in cluster.brokers
+        )
+
+    await wait_for(state_topic_led_everywhere, message="__mirror_state led, seen by both")
+    coordinator = broker(cluster, first.mirrors.state_topic.leader_of(0))
+    asker = next(b for b in cluster.brokers if b is not coordinator)
+    cluster.brokers.remove(coordinator)
+    coordinator.static_configs = {
+        **coordinator.static_configs,
+        "controlled.shutdown.enable": "false",
+    }
+    await coordinator.stop()
+    assert asker.mirrors.state_topic.leader_of(0) == coordinator.broker_id
+    with pytest.raises(KafkaError) as refused:
+        async with asyncio.timeout(15):
+            await asker.mirrors.states.read(MIRROR, "orders", [0])
+    assert refused.value.code == ErrorCode.COORDINATOR_NOT_AVAILABLE

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorsim.drills.chaos.invariants import stopped_a_copy, watched_configs
+from mirrorsim.drills.chaos.invariants import copied_below, stopped_a_copy, watched_configs
 from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, RemoveRecord
-from mirrorsim.drills.chaos.observe import UNANSWERED
+from mirrorsim.drills.chaos.observe import UNANSWERED, LogRecords
 
 
 @pytest.mark.parametrize(
@@ -50,3 +50,31 @@ def test_the_last_grant_of_a_topic_is_watched() -> None:
     entry.configs += grants
     entry.config_alters += [*grants, Grant(6, "b", "t", "retention.ms", "3")]
     assert watched_configs(entry) == [grants[1]]
+
+
+def _log(pid_resets: tuple[tuple[int, int], ...]) -> LogRecords:
+    return LogRecords(values={}, epochs={}, pid_resets=pid_resets, batches=(), log_end=7)
+
+
+def test_a_remove_that_overtook_a_re_adds_cut_promises_only_what_was_copied_before() -> None:
+    """Seed 5, schedule 59 of the soak: fail over (MIRROR_PID_RESET at 5), re-add, and a
+    remove while the partition was PREPARING, its source's state coordinator down: the
+    remove cut nothing, so ``b`` still held its own reset at 5 below the second at 6, and
+    the check compared it with the source's log, which has no batch there."""
+    assert copied_below(_log(((5, 1), (6, 3))), own_from=5, limit=6) == 5
+
+
+@pytest.mark.parametrize(
+    ("resets", "own_from", "limit", "expected"),
+    [
+        (((6, 3),), 5, 6, 6),
+        (((5, 1), (6, 3)), None, 6, 6),
+        (((5, 1), (6, 3)), 6, 6, 6),
+    ],
+)
+def test_a_destination_whose_earlier_reset_was_cut_is_compared_up_to_the_limit(
+    resets: tuple[tuple[int, int], ...], own_from: int | None, limit: int, expected: int
+) -> None:
+    """The earlier reset cut away (the LME cut reached the log), no earlier failover, or
+    a reset at the limit itself: the whole range below the limit must be a copy."""
+    assert copied_below(_log(resets), own_from, limit) == expected
