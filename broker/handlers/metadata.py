@@ -37,7 +37,7 @@ METADATA_KEY = 3
 ZERO_UUID = uuid.UUID(int=0)
 
 
-@handles(METADATA_KEY, min_version=0, max_version=12)
+@handles(METADATA_KEY, min_version=0, max_version=13)
 async def handle(ctx: RequestContext, body: Any) -> Any:
     broker = ctx.broker
     version = int(body.__version__)

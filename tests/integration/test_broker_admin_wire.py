@@ -68,12 +68,17 @@ async def test_create_topics_v7_returns_topic_id_and_configs(conn: BrokerConnect
     assert "mirror.name" not in {c.name for c in result.configs}
 
 
-async def test_metadata_by_topic_id_and_unknown_topics(conn: BrokerConnection) -> None:
+@pytest.mark.parametrize("version", [12, 13])
+async def test_metadata_by_topic_id_and_unknown_topics(
+    conn: BrokerConnection, version: int
+) -> None:
+    """v13 is Kafka 4.0's (a top-level error code, KIP-1102): a client pinned to 4.0's
+    versions sends it without asking ApiVersions first."""
     created = await create(conn, "by-id")
     response = await send(
         conn,
         METADATA,
-        12,
+        version,
         {
             "topics": [
                 {"topic_id": created.topic_id, "name": None},
@@ -85,6 +90,7 @@ async def test_metadata_by_topic_id_and_unknown_topics(conn: BrokerConnection) -
         },
     )
     found, missing, unknown_id = response.topics
+    assert getattr(response, "error_code", ErrorCode.NONE) == ErrorCode.NONE
     assert (found.name, found.error_code) == ("by-id", ErrorCode.NONE)
     assert found.partitions[0].leader_epoch == 0
     assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
