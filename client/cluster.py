@@ -224,8 +224,16 @@ class ClusterClient:
         if task is None:
             task = asyncio.create_task(self._connect(node_id), name=f"connect node {node_id}")
             self._connecting[node_id] = task
-            task.add_done_callback(lambda _: self._connecting.pop(node_id, None))
+            task.add_done_callback(lambda done: self._connected(node_id, done))
         return await asyncio.shield(task)
+
+    def _connected(self, node_id: int, task: asyncio.Task[BrokerConnection]) -> None:
+        """A connect is shared and shielded, so it outlives a caller that gave up on it
+        (a timeout); its failure is read here, where it is no news, instead of being
+        logged as "Task exception was never retrieved" when the task is collected."""
+        self._connecting.pop(node_id, None)
+        if not task.cancelled():
+            task.exception()
 
     async def send_to_node(self, node_id: int, body: Any) -> Any:
         return await self._retry_connection_errors(lambda: self.send_to_node_once(node_id, body))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 
 import pytest
@@ -196,3 +197,31 @@ async def test_retrying_retries_retriable_errors_only(client: ClusterClient) -> 
         await client.retrying(broken)
     assert raised.value.code is ErrorCode.TOPIC_ALREADY_EXISTS
     assert len(calls) == 1
+
+
+async def test_a_connect_its_caller_gave_up_on_fails_without_an_unretrieved_exception(
+    cluster: list[TinyBroker],
+) -> None:
+    """A connect is shared and shielded, so it outlives a caller that timed out. When it
+    then failed, the collected task logged "Task exception was never retrieved" (a
+    mirror's source client did so in chaos soaks whenever a source broker was down)."""
+    unretrieved: list[dict[str, object]] = []
+    asyncio.get_running_loop().set_exception_handler(lambda _, context: unretrieved.append(context))
+    slow_reconnect = {
+        **FAST_RETRIES,
+        "reconnect.backoff.ms": "200",
+        "reconnect.backoff.max.ms": "200",
+    }
+    async with ClusterClient(
+        bootstrap_of(cluster[1:]), client_id="test", config=slow_reconnect
+    ) as client:
+        await cluster[0].stop()
+        with pytest.raises(KafkaConnectionError):
+            await client.connection(1)
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(client.connection(1), 0.01)
+        abandoned = client._connecting[1]
+        await asyncio.wait([abandoned])
+        del abandoned
+        gc.collect()
+    assert unretrieved == []
