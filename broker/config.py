@@ -433,6 +433,7 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("connections.max.idle.ms", T.LONG, "600000", read_only=True),
         _broker("log.retention.check.interval.ms", T.LONG, "300000", at_least(1), read_only=True),
         _broker("offsets.topic.num.partitions", T.INT, "50", at_least(1), read_only=True),
+        _broker("max.request.partition.size.limit", T.INT, "2000", at_least(1), read_only=True),
         _broker("offsets.topic.replication.factor", T.SHORT, "3", at_least(1), read_only=True),
         _broker("offsets.retention.minutes", T.INT, "10080", at_least(1), read_only=True),
         _broker("transaction.state.log.num.partitions", T.INT, "50", at_least(1), read_only=True),

@@ -9,6 +9,7 @@ and lifecycle). A running ``Broker`` satisfies it: ``tests/integration/test_brok
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from mirrorsim.broker.config import BrokerConfigLayers
@@ -37,6 +38,9 @@ class HandlerBroker(Protocol):
 
     @property
     def static_configs(self) -> Mapping[str, str]: ...
+
+    @property
+    def data_dir(self) -> Path: ...
 
     @property
     def snapshot(self) -> ClusterSnapshot: ...

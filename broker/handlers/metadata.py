@@ -10,7 +10,6 @@ as Kafka's internal topic (``broker/group/offsets_topic.py``).
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import (
@@ -19,22 +18,20 @@ from mirrorsim.broker.auth.enforcement import (
     is_authorized,
 )
 from mirrorsim.broker.config import topic_name_error
-from mirrorsim.broker.group.offsets_topic import (
-    OFFSETS_TOPIC,
-    offsets_topic_id,
-    offsets_topic_leaders,
-)
+from mirrorsim.broker.group.offsets_topic import OFFSETS_TOPIC, offsets_topic_id
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
-from mirrorsim.broker.metadata.models import TopicRecord
+from mirrorsim.broker.handlers.topic_descriptions import (
+    described_offsets_topic,
+    described_topic,
+    undescribed_topic,
+)
 from mirrorsim.broker.network.advertised import advertised_brokers
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS
 
 METADATA_KEY = 3
-ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(METADATA_KEY, min_version=0, max_version=13)
@@ -52,19 +49,20 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             [*broker.snapshot.topics, OFFSETS_TOPIC],
         )
         topics = [
-            _topic(record, broker)
+            described_topic(record, broker)
             for name, record in sorted(broker.snapshot.topics.items())
             if name in described
         ]
         if OFFSETS_TOPIC in described:
-            topics.append(_offsets_topic(broker))
+            topics.append(described_offsets_topic(broker))
     else:
         allow_create = getattr(body, "allow_auto_topic_creation", True)
         for wanted in requested:
             if wanted.name is not None and not await is_authorized(
                 ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, wanted.name
             ):
-                topics.append(_topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+                denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                topics.append(undescribed_topic(wanted.name, None, denied))
                 continue
             topics.append(await _requested_topic(ctx, wanted, allow_create))
     if getattr(body, "include_topic_authorized_operations", False):
@@ -102,30 +100,30 @@ async def _requested_topic(ctx: RequestContext, wanted: Any, allow_create: bool)
     if wanted.name == OFFSETS_TOPIC or (
         wanted.name is None and topic_id == offsets_topic_id(broker.cluster_id)
     ):
-        return _offsets_topic(broker)
+        return described_offsets_topic(broker)
     if wanted.name is None:
         record = broker.snapshot.topic_by_id(topic_id)
         if record is None:
-            return _topic_error(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
-        return _topic(record, broker)
+            return undescribed_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID)
+        return described_topic(record, broker)
     record = broker.snapshot.topics.get(wanted.name)
     if record is not None:
-        return _topic(record, broker)
+        return described_topic(record, broker)
     if topic_name_error(wanted.name):
-        return _topic_error(wanted.name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
+        return undescribed_topic(wanted.name, None, ErrorCode.INVALID_TOPIC_EXCEPTION)
     if not (allow_create and broker.config("auto.create.topics.enable")):
-        return _topic_error(wanted.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return undescribed_topic(wanted.name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
     if not await _may_create(ctx, wanted.name):
-        return _topic_error(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return undescribed_topic(wanted.name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
     try:
         record = await broker.controller.create_topic(wanted.name)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            return _topic_error(wanted.name, None, exc.code)
+            return undescribed_topic(wanted.name, None, exc.code)
         record = broker.snapshot.topics.get(wanted.name)
         if record is None:
-            return _topic_error(wanted.name, None, ErrorCode.LEADER_NOT_AVAILABLE)
-    return _topic(record, broker)
+            return undescribed_topic(wanted.name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+    return described_topic(record, broker)
 
 
 async def _may_create(ctx: RequestContext, topic: str) -> bool:
@@ -133,65 +131,3 @@ async def _may_create(ctx: RequestContext, topic: str) -> bool:
     return await is_authorized(
         ctx, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
     ) or await is_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, topic)
-
-
-def _topic_error(name: str | None, topic_id: uuid.UUID | None, code: ErrorCode) -> dict[str, Any]:
-    return {
-        "error_code": code,
-        "name": name,
-        "topic_id": topic_id or ZERO_UUID,
-        "is_internal": False,
-        "partitions": [],
-        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
-    }
-
-
-def _offsets_topic(broker: HandlerBroker) -> dict[str, Any]:
-    """``__consumer_offsets`` as Kafka shows it (see ``broker/group/offsets_topic.py``)."""
-    live = [b.broker_id for b in broker.live_brokers()]
-    leaders = offsets_topic_leaders(int(broker.config("offsets.topic.num.partitions")), live)
-    return {
-        "error_code": ErrorCode.NONE,
-        "name": OFFSETS_TOPIC,
-        "topic_id": offsets_topic_id(broker.cluster_id),
-        "is_internal": True,
-        "partitions": [
-            {
-                "error_code": ErrorCode.NONE if leader >= 0 else ErrorCode.LEADER_NOT_AVAILABLE,
-                "partition_index": partition,
-                "leader_id": leader,
-                "leader_epoch": 0,
-                "replica_nodes": [leader] if leader >= 0 else [],
-                "isr_nodes": [leader] if leader >= 0 else [],
-                "offline_replicas": [],
-            }
-            for partition, leader in enumerate(leaders)
-        ],
-        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
-    }
-
-
-def _topic(record: TopicRecord, broker: HandlerBroker) -> dict[str, Any]:
-    live = {b.broker_id for b in broker.live_brokers()}
-    partitions = []
-    for p in record.partitions:
-        leader_live = p.leader in live
-        partitions.append(
-            {
-                "error_code": ErrorCode.NONE if leader_live else ErrorCode.LEADER_NOT_AVAILABLE,
-                "partition_index": p.partition,
-                "leader_id": p.leader if leader_live else -1,
-                "leader_epoch": p.leader_epoch,
-                "replica_nodes": list(p.replicas),
-                "isr_nodes": list(p.isr),
-                "offline_replicas": [r for r in p.replicas if r not in live],
-            }
-        )
-    return {
-        "error_code": ErrorCode.NONE,
-        "name": record.name,
-        "topic_id": record.topic_id,
-        "is_internal": False,
-        "partitions": partitions,
-        "topic_authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
-    }

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from helpers.live_clusters import produce
 
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.builder import build_request
@@ -16,6 +17,7 @@ from mirrorsim.protocol.errors import ErrorCode
 
 METADATA, FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS = 3, 10, 19, 20
 CREATE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 30, 32, 44
+DESCRIBE_LOG_DIRS, DESCRIBE_TOPIC_PARTITIONS = 35, 75
 TOPIC, BROKER = 2, 4
 TIMEOUT = timedelta(seconds=5)
 
@@ -211,4 +213,76 @@ async def test_create_acls_rejects_invalid_bindings(conn: BrokerConnection) -> N
         ErrorCode.INVALID_REQUEST,
         ErrorCode.INVALID_REQUEST,
         ErrorCode.INVALID_REQUEST,
+    ]
+
+
+async def _describe_partitions(
+    conn: BrokerConnection, names: list[str], limit: int, cursor: dict[str, Any] | None = None
+) -> Any:
+    return await send(
+        conn,
+        DESCRIBE_TOPIC_PARTITIONS,
+        0,
+        {
+            "topics": [{"name": n} for n in names],
+            "response_partition_limit": limit,
+            "cursor": cursor,
+        },
+    )
+
+
+async def test_describe_topic_partitions_pages_through_topics_in_name_order(
+    conn: BrokerConnection,
+) -> None:
+    """Kafka 3.7's DescribeTopicPartitions (KIP-966): Kafka's Admin client describes
+    topics with it, a page of at most ``response_partition_limit`` partitions at a time."""
+    await create(conn, "pages-b", partitions=2)
+    await create(conn, "pages-a", partitions=3)
+    first = await _describe_partitions(conn, ["pages-b", "pages-a", "pages-missing"], 4)
+    assert [(t.name, t.error_code) for t in first.topics] == [
+        ("pages-a", ErrorCode.NONE),
+        ("pages-b", ErrorCode.NONE),
+    ]
+    assert [len(t.partitions) for t in first.topics] == [3, 1]
+    assert first.topics[0].partitions[0].leader_id == 1
+    assert first.topics[0].topic_authorized_operations > 0
+    assert (first.next_cursor.topic_name, first.next_cursor.partition_index) == ("pages-b", 1)
+    cursor = {"topic_name": "pages-b", "partition_index": 1}
+    second = await _describe_partitions(conn, ["pages-b", "pages-a", "pages-missing"], 4, cursor)
+    assert [(t.name, t.error_code) for t in second.topics] == [
+        ("pages-b", ErrorCode.NONE),
+        ("pages-missing", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    ]
+    assert [p.partition_index for p in second.topics[0].partitions] == [1]
+    assert second.next_cursor is None
+    everything = await _describe_partitions(conn, [], 2000)
+    names = [t.name for t in everything.topics]
+    assert names == sorted(names) and {"pages-a", "pages-b", "__consumer_offsets"} <= set(names)
+
+
+@pytest.mark.parametrize("version", [1, 4])
+async def test_describe_log_dirs_reports_each_replica_with_its_size_on_disk(
+    conn: BrokerConnection, version: int
+) -> None:
+    """``kafka-log-dirs.sh --describe``: one log directory per broker here, each hosted
+    partition with its size; v4 adds the file system's total and usable bytes."""
+    await create(conn, "sized", partitions=2)
+    await produce(f"{conn.host}:{conn.port}", "sized", 10, tag="sized", partitions=1)
+    everything = await send(conn, DESCRIBE_LOG_DIRS, version, {"topics": None})
+    (result,) = everything.results
+    assert result.error_code == ErrorCode.NONE and result.log_dir.startswith("/")
+    sizes = {
+        p.partition_index: p.partition_size
+        for t in result.topics
+        if t.name == "sized"
+        for p in t.partitions
+    }
+    assert sizes[0] > 100 and sizes[1] == 0
+    if version >= 4:
+        assert result.total_bytes >= result.usable_bytes > 0
+    one = await send(
+        conn, DESCRIBE_LOG_DIRS, version, {"topics": [{"topic": "sized", "partitions": [1]}]}
+    )
+    assert [(t.name, [p.partition_index for p in t.partitions]) for t in one.results[0].topics] == [
+        ("sized", [1])
     ]

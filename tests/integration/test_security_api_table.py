@@ -420,6 +420,28 @@ TABLE = [
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         _cluster_grant(AclOperation.ALTER_CONFIGS),
     ),
+    Row(
+        "DescribeTopicPartitions",
+        75,
+        0,
+        lambda s: {
+            "topics": [{"name": _topic(s)}],
+            "response_partition_limit": 100,
+            "cursor": None,
+        },
+        lambda r: int(r.topics[0].error_code),
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        _topic_grant(AclOperation.DESCRIBE),
+    ),
+    Row(
+        "DescribeLogDirs",
+        35,
+        4,
+        lambda s: {"topics": [{"topic": _topic(s), "partitions": [0]}]},
+        lambda r: int(r.error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.DESCRIBE),
+    ),
 ]
 USERS = [f"row{i}" for i in range(len(TABLE))]
 SECURED = {
