@@ -17,7 +17,8 @@ from mirrorsim.protocol.errors import ErrorCode
 
 METADATA, FIND_COORDINATOR, CREATE_TOPICS, DELETE_TOPICS = 3, 10, 19, 20
 CREATE_ACLS, DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 30, 32, 44
-DESCRIBE_LOG_DIRS, DESCRIBE_TOPIC_PARTITIONS = 35, 75
+ALTER_REPLICA_LOG_DIRS, DESCRIBE_LOG_DIRS, LIST_PARTITION_REASSIGNMENTS = 34, 35, 46
+DESCRIBE_TOPIC_PARTITIONS = 75
 TOPIC, BROKER = 2, 4
 TIMEOUT = timedelta(seconds=5)
 
@@ -286,3 +287,32 @@ async def test_describe_log_dirs_reports_each_replica_with_its_size_on_disk(
     assert [(t.name, [p.partition_index for p in t.partitions]) for t in one.results[0].topics] == [
         ("sized", [1])
     ]
+
+
+async def test_a_replica_stays_in_the_one_log_dir_and_no_reassignment_is_ever_listed(
+    conn: BrokerConnection,
+) -> None:
+    """AlterReplicaLogDirs to the directory a replica already lives in is Kafka's no-op;
+    any other path is LOG_DIR_NOT_FOUND. ListPartitionReassignments lists none."""
+    await create(conn, "placed")
+    described = await send(conn, DESCRIBE_LOG_DIRS, 4, {"topics": None})
+    here = described.results[0].log_dir
+
+    async def moved_to(path: str) -> int:
+        response = await send(
+            conn,
+            ALTER_REPLICA_LOG_DIRS,
+            2,
+            {"dirs": [{"path": path, "topics": [{"name": "placed", "partitions": [0]}]}]},
+        )
+        return int(response.results[0].partitions[0].error_code)
+
+    assert await moved_to(here) == ErrorCode.NONE
+    assert await moved_to("/elsewhere") == ErrorCode.LOG_DIR_NOT_FOUND
+    listed = await send(
+        conn,
+        LIST_PARTITION_REASSIGNMENTS,
+        0,
+        {"timeout": TIMEOUT, "topics": [{"name": "placed", "partition_indexes": [0]}]},
+    )
+    assert (listed.error_code, listed.topics) == (ErrorCode.NONE, ())

@@ -442,6 +442,27 @@ TABLE = [
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         _cluster_grant(AclOperation.DESCRIBE),
     ),
+    Row(
+        "ListPartitionReassignments",
+        46,
+        0,
+        lambda s: {"timeout": datetime.timedelta(seconds=10), "topics": None},
+        lambda r: int(r.error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.DESCRIBE),
+    ),
+    Row(
+        "AlterReplicaLogDirs",
+        34,
+        2,
+        lambda s: {
+            "dirs": [{"path": "/nowhere", "topics": [{"name": _topic(s), "partitions": [0]}]}]
+        },
+        lambda r: int(r.results[0].partitions[0].error_code),
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        _cluster_grant(AclOperation.ALTER),
+        success=ErrorCode.LOG_DIR_NOT_FOUND,
+    ),
 ]
 USERS = [f"row{i}" for i in range(len(TABLE))]
 SECURED = {
