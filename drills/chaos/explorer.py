@@ -25,11 +25,13 @@ from mirrorsim.client.admin_types import AclBindingFilter, ResourceType
 from mirrorsim.drills.chaos.journal import Divergence, Violation
 from mirrorsim.drills.chaos.schedule import BROKERS, CLUSTERS, FAULTS, Schedule
 from mirrorsim.drills.chaos.shrink import ddmin
-from mirrorsim.drills.chaos.steps import REFUSALS, _admin
+from mirrorsim.drills.chaos.steps import REFUSALS, SETTLE_S, _admin
 from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import DrillContext
+from mirrorsim.drills.polling import wait_until
 from mirrorsim.drills.scenario import ClusterDef, Step
 from mirrorsim.drills.steps import run_step
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 CLUSTER_CONFIGS: dict[str, object] = {
     "mirror.fetch.max.wait.ms": 50,
@@ -44,6 +46,19 @@ CLUSTER_CONFIGS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 0,
     "shutdown.drain.timeout.ms": 200,
 }
+
+
+async def _mirror_gone(admin: Any, mirror: str) -> bool:
+    """Delete ``mirror``; False while it still has a topic stopping."""
+    try:
+        await admin.delete_mirror(mirror)
+    except KafkaError as exc:
+        if exc.code == ErrorCode.UNKNOWN_MIRROR:
+            return True
+        if exc.code == ErrorCode.MIRROR_NOT_EMPTY:
+            return False
+        raise
+    return True
 
 
 @dataclass
@@ -159,6 +174,10 @@ class Explorer:
         )
 
     async def _clean(self, schedule: Schedule) -> None:
+        """Leave nothing of ``schedule`` behind. The topic goes before the mirror: a
+        mirror whose removed topic is still STOPPING refuses deletion (MIRROR_NOT_EMPTY),
+        and each mirror left over kept syncing for the rest of the exploration, slowing
+        every later schedule (a soak fell from 7 s to 20 s per schedule)."""
         for cluster in self.clusters.values():
             with contextlib.suppress(Exception):
                 await cluster.restart()
@@ -168,13 +187,16 @@ class Explorer:
                     with contextlib.suppress(*REFUSALS):
                         await admin.remove_topics_from_mirror(schedule.mirror, [schedule.topic])
                     with contextlib.suppress(*REFUSALS):
-                        await admin.delete_mirror(schedule.mirror)
-                    with contextlib.suppress(*REFUSALS):
                         await admin.delete_acls(
                             [AclBindingFilter(ResourceType.TOPIC, schedule.topic)]
                         )
                     with contextlib.suppress(*REFUSALS):
                         await admin.delete_topics([schedule.topic])
+                    await wait_until(
+                        lambda admin=admin: _mirror_gone(admin, schedule.mirror),
+                        SETTLE_S,
+                        f"mirror {schedule.mirror} deleted from {cluster.name}",
+                    )
 
     async def shrink(
         self, outcome: ScheduleOutcome, budget: int = 40, invariant: str | None = None
