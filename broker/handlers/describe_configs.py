@@ -58,7 +58,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     results = []
     include_synonyms = bool(getattr(body, "include_synonyms", False))
     if any(r.resource_type in _FROM_SNAPSHOT for r in body.resources):
-        await ctx.broker.refresh_metadata()
+        await _bring_up_to_date(ctx.broker)
     for resource in body.resources:
         entry = {"resource_type": resource.resource_type, "resource_name": resource.resource_name}
         try:
@@ -78,6 +78,14 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         configs = [_entry(v, include_synonyms) for v in values]
         results.append({**entry, **error_fields(None), "configs": configs})
     return respond(body, {"throttle_time": NO_THROTTLE, "results": results})
+
+
+async def _bring_up_to_date(broker: HandlerBroker) -> None:
+    """Refresh the snapshot only when the store's change counter moved past it: the
+    metadata sync of every mirror describes its source's topics each cycle, and a full
+    refresh per request would add that much load to the store for nothing."""
+    if await asyncio.to_thread(broker.store.version) != broker.snapshot.version:
+        await broker.refresh_metadata()
 
 
 async def _authorize(ctx: RequestContext, resource_type: int, name: str) -> None:

@@ -437,6 +437,11 @@ class MetadataStore:
             )
             return {row.name: row.value for row in rows}
 
+    def version(self) -> int:
+        """The change counter alone: whether a snapshot of this version is still current."""
+        with self._tx() as conn:
+            return change_counter.current(conn)
+
     def snapshot(self, since: ClusterSnapshot | None = None) -> ClusterSnapshot:
         """Brokers, topics, dynamic broker configs and features, read in one transaction.
 
