@@ -44,12 +44,11 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     cursor = body.cursor
     if cursor is not None:
         wanted = [name for name in wanted if name >= cursor.topic_name]
-    limit = min(
+    room = min(
         int(body.response_partition_limit), int(broker.config("max.request.partition.size.limit"))
     )
     topics: list[dict[str, Any]] = []
     next_cursor = None
-    room = limit
     for name in wanted:
         if name not in allowed:
             topics.append(undescribed_topic(name, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
