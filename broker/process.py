@@ -2,9 +2,10 @@
 
 The process starts the broker, prints one ready line on stdout
 (``broker 2 ready bootstrap=127.0.0.1:9093``) and serves until SIGTERM or SIGINT, then
-shuts down cleanly (controlled shutdown included) and exits 0. A failed start exits 1
-with the reason on stderr. Logs go to stderr. Brokers of one cluster share only the
-metadata database named by ``--metadata-url``.
+shuts down cleanly (controlled shutdown included) and exits 0. A failed start, or a
+shutdown the file system cut short, exits 1 with the reason in one line on stderr. Logs
+go to stderr. Brokers of one cluster share only the metadata database named by
+``--metadata-url``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from mirrorsim.broker.log_format import LOG_LEVELS, configure_logging
 from mirrorsim.broker.server import Broker
 
 READY_PREFIX = "broker"
+
+
+class BrokerStopError(Exception):
+    """The broker served, then could not close everything: said apart from a failed start."""
 
 
 def ready_line(broker_id: int, bootstrap: str) -> str:
@@ -60,7 +65,10 @@ async def serve(args: argparse.Namespace) -> None:
         print(ready_line(broker.broker_id, broker.bootstrap), flush=True)
         await stop.wait()
     finally:
-        await broker.stop()
+        try:
+            await broker.stop()
+        except OSError as exc:
+            raise BrokerStopError(f"broker {args.broker_id} did not stop cleanly: {exc}") from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level)
     try:
         asyncio.run(serve(args))
+    except BrokerStopError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"broker {args.broker_id} cannot start: {exc}", file=sys.stderr)
         return 1

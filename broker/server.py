@@ -354,9 +354,17 @@ class Broker:
             await self.refresh_metadata()
             return self.snapshot
 
-        await self.cluster_controller.await_leadership_moved(
-            refreshed, int(self.config("broker.session.timeout.ms")) / 1000
-        )
+        try:
+            await self.cluster_controller.await_leadership_moved(
+                refreshed, int(self.config("broker.session.timeout.ms")) / 1000
+            )
+        except OSError as exc:
+            log.warning(
+                "broker %d: controlled shutdown cut short (%s); the controller moves its "
+                "leaderships once the session times out",
+                self.broker_id,
+                exc,
+            )
 
     async def stop(self) -> None:
         """Stop the jobs, drain the listener, then stop the components in reverse order."""

@@ -2,7 +2,8 @@
 its sync tasks.
 
 A job runs its work every ``interval_s()`` seconds (read before each wait, so a dynamic
-config change applies from the next cycle). A failed cycle is logged, reported to
+config change applies from the next cycle). A failed cycle is logged (an I/O failure,
+such as an unreachable metadata store, in one line; anything else with its traceback), reported to
 ``on_error`` (the metric counter) and retried at the next interval: one bad cycle never
 ends the job. ``run_now()`` starts a cycle at once and waits for it, so callers (an
 operator action, a test) need not wait out the interval; a cycle already running when
@@ -108,7 +109,11 @@ class PeriodicJob(Generic[T]):
         except Exception as exc:
             self.completed += 1
             self.failures += 1
-            log.exception("job %r failed after %.3fs", self.name, time.monotonic() - started)
+            took = time.monotonic() - started
+            if isinstance(exc, OSError):
+                log.warning("job %r failed after %.3fs: %s", self.name, took, exc)
+            else:
+                log.exception("job %r failed after %.3fs", self.name, took)
             self._on_error(exc)
             for waiter in waiters:
                 if not waiter.done():

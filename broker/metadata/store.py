@@ -10,6 +10,7 @@ without the lock-upgrade deadlocks that deferred transactions get.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
@@ -31,7 +32,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import DBAPIError
 
 from mirrorsim.broker.metadata import change_counter, schema
@@ -67,8 +68,16 @@ DRIVER_INSTALL_HINTS = {"psycopg": "pip install 'mirrorsim[postgres]'"}
 """Database drivers that are optional extras, and the command that installs each."""
 
 
-class MetadataStoreUnavailable(Exception):
-    """The metadata database cannot be opened: no driver for its URL, or it is unreachable."""
+class MetadataStoreUnavailable(ConnectionError):
+    """The metadata database cannot be opened: no driver for its URL, or it is unreachable
+    (a connection refused, or a process out of descriptors). A ``ConnectionError``: callers
+    treat it as the I/O failure it is, retried by the next cycle and reported in one line."""
+
+
+def _unavailable(url: URL, exc: DBAPIError) -> MetadataStoreUnavailable:
+    shown = url.render_as_string(hide_password=True)
+    reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
+    return MetadataStoreUnavailable(f"metadata store {shown}: {reason}")
 
 
 def _now_ms() -> int:
@@ -152,18 +161,17 @@ class MetadataStore:
         A missing driver or an unreachable database raises ``MetadataStoreUnavailable``
         with one line naming the URL (password hidden), so callers can report it as is.
         """
-        shown = make_url(url).render_as_string(hide_password=True)
         try:
             store = cls(create_store_engine(url))
             with store._tx() as conn:
                 migrate(conn)
         except ModuleNotFoundError as exc:
             hint = DRIVER_INSTALL_HINTS.get(exc.name or "", f"pip install {exc.name}")
+            shown = make_url(url).render_as_string(hide_password=True)
             message = f"metadata store {shown} needs the {exc.name} driver: {hint}"
             raise MetadataStoreUnavailable(message) from exc
         except DBAPIError as exc:
-            reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
-            raise MetadataStoreUnavailable(f"metadata store {shown}: {reason}") from exc
+            raise _unavailable(make_url(url), exc) from exc
         return store
 
     def close(self) -> None:
@@ -171,7 +179,13 @@ class MetadataStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        with self.engine.begin() as conn:
+        """One transaction; a database that cannot be connected to or begun on raises
+        ``MetadataStoreUnavailable`` (statement errors inside stay as they are)."""
+        with contextlib.ExitStack() as stack:
+            try:
+                conn = stack.enter_context(self.engine.begin())
+            except DBAPIError as exc:
+                raise _unavailable(self.engine.url, exc) from exc
             yield conn
 
     # cluster and brokers

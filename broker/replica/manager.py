@@ -165,23 +165,36 @@ class ReplicaManager:
                     topic_id=state.topic_id,
                 )
             except OSError as exc:
-                self._offline[key] = str(exc)
-                self._log_manager.handles.close_idle()
+                self._take_offline(key, exc)
                 return
             self._offline.pop(key, None)
             partition = Partition(self.broker_id, state, partition_log, self._clock)
             self._partitions[key] = partition
+        elif partition.state.configs != state.configs:
+            partition.log.update_config(LogConfig.from_topic_config(state.configs))
+        try:
             partition.apply_state(state)
-        else:
-            if partition.state.configs != state.configs:
-                partition.log.update_config(LogConfig.from_topic_config(state.configs))
-            partition.apply_state(state)
+        except OSError as exc:
+            self._take_offline(key, exc)
+            return
         self._topic_ids[state.topic] = state.topic_id
         if self.fetchers is not None:
             if partition.is_follower:
                 self.fetchers.follow(partition)
             else:
                 self.fetchers.unfollow(state.topic, state.partition)
+        self._purgatory.notify(key)
+
+    def _take_offline(self, key: tuple[str, int], exc: OSError) -> None:
+        """The file system refused the partition's log (out of descriptors, disk error):
+        it answers KAFKA_STORAGE_ERROR until a later refresh applies its state again. Its
+        log stays open in the log manager, with whatever memory holds but the disk does not
+        marked dirty, so the retry picks it up where it stopped."""
+        self._partitions.pop(key, None)
+        self._offline[key] = str(exc)
+        if self.fetchers is not None:
+            self.fetchers.unfollow(*key)
+        self._log_manager.handles.close_idle()
         self._purgatory.notify(key)
 
     async def remove_partition(self, topic: str, partition: int, *, delete: bool = True) -> None:

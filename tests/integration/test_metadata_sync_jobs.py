@@ -18,6 +18,7 @@ from helpers.metadata_sync import (
 from helpers.mirrors import MIRROR
 
 from mirrorsim.broker.metadata.mirror_configs import FIXED_MIRROR_CONFIG_NAMES, forces_reconnect
+from mirrorsim.broker.metadata.store import MetadataStoreUnavailable
 from mirrorsim.broker.metrics.mirror import SyncError
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import TopicPartition
@@ -55,6 +56,33 @@ async def test_a_failing_job_counts_its_errors_and_keeps_running() -> None:
     finally:
         await job.stop()
     assert not job.running
+
+
+async def test_an_io_failure_is_logged_in_one_line_and_a_bug_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An unreachable store or a process out of descriptors is the environment, not a
+    defect: a line per cycle says so, where a traceback would bury the other logs."""
+    outcomes = iter(
+        [MetadataStoreUnavailable("metadata store sqlite:///m.db: unable to open"), KeyError("bug")]
+    )
+
+    async def work() -> None:
+        raise next(outcomes)
+
+    job = PeriodicJob("sync", lambda: NEVER_S, work)
+    job.start()
+    try:
+        with caplog.at_level("WARNING", logger="mirrorsim.coordinator.periodic_jobs"):
+            for _ in range(2):
+                with pytest.raises((MetadataStoreUnavailable, KeyError)):
+                    await job.run_now()
+    finally:
+        await job.stop()
+    io_failure, bug = caplog.records
+    assert (io_failure.levelname, io_failure.exc_info) == ("WARNING", None)
+    assert "unable to open" in io_failure.getMessage()
+    assert bug.levelname == "ERROR" and bug.exc_info is not None
 
 
 async def test_a_job_runs_on_its_interval_without_being_asked() -> None:
