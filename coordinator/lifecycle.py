@@ -60,6 +60,8 @@ FINISHES_BY_ITSELF = {
     MirrorPartitionState.STOPPING: MirrorEvent.STOP_COMPLETE,
 }
 """The in-flight states and the event that ends them without any request."""
+GATE_POLL_S = 0.05
+"""How often an add re-reads the states of the partitions it waits on."""
 
 
 def settles_into(
@@ -266,6 +268,7 @@ class MirrorLifecycle:
             for name, info in on_source.items()
             if name not in existing
         ]
+        existed = {name for name in on_source if name in existing}
         created = await self._broker.controller.create_topics(to_create)
         for request, outcome in zip(to_create, created, strict=True):
             if isinstance(outcome, KafkaError):
@@ -285,8 +288,57 @@ class MirrorLifecycle:
                 continue
             kept = {k: v for k, v in topic.configs.items() if k != MIRROR_STOP_REASON}
             tagged[name] = {**kept, **configs.get(name, {}), MIRROR_NAME: mirror}
-        results.update(await self._broker.controller.set_configs_of_topics(tagged))
+        tagging = await self._broker.controller.set_configs_of_topics(tagged)
+        results.update(tagging)
+        retagged = {
+            name: existing[name]
+            for name, error in tagging.items()
+            if error is None and name in existed
+        }
+        results.update(await self._await_read_only(mirror, retagged))
         return {name: results[name] for name in names}
+
+    async def _await_read_only(
+        self, mirror: str, topics: Mapping[str, TopicRecord]
+    ) -> dict[str, KafkaError | None]:
+        """Answer an add of existing topics only once every partition's leader has closed it
+        to produce (its state left UNKNOWN or STOPPED, which the leader writes after
+        closing its write gate).
+
+        A leader sees the new ``mirror.name`` at its next metadata refresh; until then a
+        failed-over (STOPPED) or plain partition still takes produce, and PREPARING's LME
+        cut would then remove records acknowledged after this answer. Created topics carry
+        ``mirror.name`` from their first record and need no wait. A leader that has not
+        caught up within a broker session (it is being fenced, or the partition has none)
+        leaves its topic REQUEST_TIMED_OUT, as CreateTopics answers a creation still under
+        way: the add stands and completes once a leader takes the partition."""
+        if not topics:
+            return {}
+        pending = dict(topics)
+        deadline = asyncio.get_running_loop().time() + (
+            int(self._broker.config("broker.session.timeout.ms")) / 1000
+        )
+        while True:
+            for name, topic in list(pending.items()):
+                try:
+                    states = await self._coordinator.states.read(
+                        mirror, name, [p.partition for p in topic.partitions]
+                    )
+                except KafkaError:
+                    continue
+                if all(s.state not in ADDABLE_STATES for s in states.values()):
+                    del pending[name]
+            if not pending or asyncio.get_running_loop().time() >= deadline:
+                break
+            await asyncio.sleep(GATE_POLL_S)
+        return {name: None for name in topics if name not in pending} | {
+            name: KafkaError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"Topic {name} is added to mirror {mirror}, but a leader of its partitions "
+                "still takes produce: it closes them once it sees the add",
+            )
+            for name in pending
+        }
 
     async def _mirrored_back(self, mirror: str, names: list[str]) -> Mapping[str, str]:
         """Of ``names``, those the source mirrors from this cluster (see

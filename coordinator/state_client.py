@@ -187,7 +187,9 @@ class MirrorStateClient:
                         "partitions": [
                             {
                                 "partition_index": p,
-                                "state": int(u.state or MirrorPartitionState.UNKNOWN),
+                                "state": int(
+                                    MirrorPartitionState.UNKNOWN if u.state is None else u.state
+                                ),
                                 "last_mirror_epoch": NO_EPOCH
                                 if u.last_mirror_epoch is None
                                 else u.last_mirror_epoch,

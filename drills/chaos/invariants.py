@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import time
 
 from mirrorsim.client.admin_types import AclBindingFilter, ConfigResource, ConfigResourceType
@@ -47,6 +46,7 @@ from mirrorsim.drills.chaos.observe import (
     OFFLINE,
     UNANSWERED,
     LogRecords,
+    batch_digest,
     log_end,
     mirror_state,
     read_log,
@@ -245,6 +245,7 @@ async def _check_convergence(
                 and removal.pid_reset_offset is not None
                 and stopped_a_copy(removal)
             ):
+                may_be_uncut = removal.state_before in MAY_BE_UNCUT
                 await _check_copy(
                     ctx,
                     entry,
@@ -252,6 +253,7 @@ async def _check_convergence(
                     removal.pid_reset_offset,
                     f" ({removal.state_before} before the remove)",
                     _own_log_from(entry, start, removal),
+                    start.log_at_add if may_be_uncut else None,
                 )
 
 
@@ -279,13 +281,27 @@ def _own_log_from(entry: ChaosJournal, start: MirrorStart, removal: RemoveRecord
     return earlier[-1].pid_reset_offset if earlier else None
 
 
-def copied_below(ours: LogRecords, own_from: int | None, limit: int) -> int:
+def copied_below(
+    ours: LogRecords,
+    own_from: int | None,
+    limit: int,
+    log_at_add: tuple[tuple[int, bytes], ...] | None = None,
+) -> int:
     """Below which offset the destination must equal the source: ``limit``, or
     ``own_from`` when the destination still holds the MIRROR_PID_RESET it wrote there.
     Then no LME cut reached it (a cut to the source's log removes that batch), and from
-    there the log is the destination's own, not a copy."""
+    there the log is the destination's own, not a copy.
+
+    Without an earlier failover on this cluster (a failback's destination was the
+    source), the evidence is the log itself: still equal below ``limit`` to what it held
+    when the add was answered (``log_at_add``), it took no cut and copied nothing, and
+    it owes the source nothing (0)."""
     if own_from is not None and own_from < limit and own_from in dict(ours.pid_resets):
         return own_from
+    if own_from is None and log_at_add is not None:
+        at_add = {base: digest for base, digest in log_at_add if base < limit}
+        if at_add and _digests(ours, 0, limit) == at_add:
+            return 0
     return limit
 
 
@@ -306,10 +322,12 @@ async def _check_copy(
     stop: int | None,
     note: str = "",
     own_from: int | None = None,
+    log_at_add: tuple[tuple[int, bytes], ...] | None = None,
 ) -> None:
     """The destination's batches equal the source's, below ``stop`` (everything when
     None, once the destination has caught up), or below ``own_from`` when the destination
-    kept its own log from there (``copied_below``)."""
+    kept its own log from there, or not at all when it kept the log it had at the add
+    (``copied_below``)."""
     destination = ctx.cluster(start.cluster)
     source = ctx.cluster(start.source)
 
@@ -328,7 +346,7 @@ async def _check_copy(
     except DrillTimeout:
         entry.violate(SETTLES, f"{start.topic} on {start.cluster} did not catch up")
         return
-    limit = copied_below(ours, own_from, stop if stop is not None else ours.log_end)
+    limit = copied_below(ours, own_from, stop if stop is not None else ours.log_end, log_at_add)
     low = max(_first(theirs), _first(ours))
     mine = _digests(ours, low, limit)
     expected = _digests(theirs, low, limit)
@@ -347,7 +365,7 @@ def _first(log: LogRecords) -> int:
 
 def _digests(log: LogRecords, low: int, limit: int) -> dict[int, bytes]:
     return {
-        b.base_offset: hashlib.blake2b(b.data, digest_size=16).digest()
+        b.base_offset: batch_digest(b)
         for b in log.batches
         if low <= b.base_offset and b.last_offset < limit
     }

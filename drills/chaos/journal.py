@@ -66,6 +66,9 @@ class MirrorStart:
     topic: str
     confirmed: bool = True
     """False when the add was not answered in time: it may still land later."""
+    log_at_add: tuple[tuple[int, bytes], ...] | None = None
+    """The destination's batches (base offset, digest) when the add was answered, or None
+    when they could not be read: a log still equal to them took no LME cut."""
 
 
 @dataclass(frozen=True, slots=True)

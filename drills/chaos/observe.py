@@ -4,6 +4,7 @@ batches marked, and which broker coordinates a partition's mirror state."""
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 from mirrorsim.client import Admin
@@ -39,6 +40,16 @@ class LogRecords:
             if batch.base_offset <= offset <= batch.last_offset:
                 return batch.partition_leader_epoch
         return None
+
+
+def batch_digest(batch: RawBatch) -> bytes:
+    """A batch's bytes, short enough to keep for every batch of a schedule's logs."""
+    return hashlib.blake2b(batch.data, digest_size=16).digest()
+
+
+def batch_digests(log: LogRecords) -> tuple[tuple[int, bytes], ...]:
+    """(base offset, digest) of every batch of ``log``."""
+    return tuple((batch.base_offset, batch_digest(batch)) for batch in log.batches)
 
 
 OFFLINE = "OFFLINE"

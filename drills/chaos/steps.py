@@ -40,6 +40,7 @@ from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
 from mirrorsim.drills.chaos.observe import (
     PARTITION,
     UNANSWERED,
+    batch_digests,
     log_end,
     mirror_state,
     read_log,
@@ -187,7 +188,12 @@ async def _add(
     if isinstance(outcome, KafkaError):
         entry.refused += 1
         return
-    entry.starts.append(MirrorStart(entry.step, cluster, mirror, source, topic))
+    log_at_add = None
+    with contextlib.suppress(*REFUSALS, KeyError):
+        log_at_add = batch_digests(await read_log(ctx.cluster(cluster), topic))
+    entry.starts.append(
+        MirrorStart(entry.step, cluster, mirror, source, topic, log_at_add=log_at_add)
+    )
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
     await _wait_seen_in_mirror(ctx.cluster(cluster), topic)
 

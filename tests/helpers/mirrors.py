@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import time
 from typing import Any
 
@@ -71,11 +72,15 @@ async def produce(
         await producer.stop()
 
 
-async def produce_error_code(bootstrap: str, topic: str, partition: int = 0) -> int:
-    """The error code a Produce of one record gets (0 when it is accepted)."""
+async def produce_error_code(
+    bootstrap: str, topic: str, partition: int = 0, *, node: int | None = None
+) -> int:
+    """The error code a Produce of one record gets (0 when it is accepted), sent to
+    ``node`` (the partition's leader) or, on a one-broker cluster, to any broker."""
     batch = build_batch([Record(0, int(time.time() * 1000), b"k", b"local")])
     async with ClusterClient(bootstrap, client_id="mirror-test-producer") as client:
-        response = await client.send_to_any(
+        send = client.send_to_any if node is None else functools.partial(client.send_to_node, node)
+        response = await send(
             RequestSpec(
                 0,
                 {

@@ -137,7 +137,10 @@ async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
     configs["mirror.support.unclean.leader.election"] = "true"
     await destination.brokers[0].controller.set_topic_configs(TOPIC, configs)
     await start_mirror(destination, source, wait_for, create=False)
-    await wait_for(lambda: partition_mirror_state(destination) == "PREPARING", timeout=10)
+    # the add is answered once the partition left STOPPED: PREPARING, or already FAILED
+    await wait_for(
+        lambda: partition_mirror_state(destination) in ("PREPARING", "FAILED"), timeout=10
+    )
     await wait_for(lambda: partition_mirror_state(destination) == "FAILED", timeout=15)
     status = leader_of(destination).mirrors.partitions[(TOPIC, 0)]
     assert status.failure is not None and str(follower) in status.failure

@@ -89,3 +89,30 @@ async def test_a_state_read_routed_to_a_stopped_coordinator_fails_at_once_as_ret
         async with asyncio.timeout(15):
             await asker.mirrors.states.read(MIRROR, "orders", [0])
     assert refused.value.code == ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+
+@pytest.mark.parametrize("state", list(MirrorPartitionState))
+async def test_every_state_written_through_another_broker_is_stored_as_written(
+    start_cluster: Any, wait_for: Any, state: MirrorPartitionState
+) -> None:
+    """PREPARING is state id 0 on the wire: sent by a partition leader that does not
+    coordinate its state, it went out as UNKNOWN (no change), so the coordinator kept
+    STOPPED while the leader prepared, and an add waiting for the partition to leave
+    STOPPED never saw it leave."""
+    cluster = await start_cluster(brokers=2, configs={**FAST, "mirror.topic.num.partitions": 1})
+    await create_topic(cluster, "orders", replicas=(1, 2))
+    first = cluster.brokers[0]
+    await first.mirrors.state_topic.ensure_created()
+    await wait_for(lambda: all(MIRROR_STATE_TOPIC in b.snapshot.topics for b in cluster.brokers))
+    await wait_for(lambda: first.mirrors.state_topic.leader_of(0) >= 0)
+    coordinator = broker(cluster, first.mirrors.state_topic.leader_of(0))
+    (writer,) = [b for b in cluster.brokers if b is not coordinator]
+    await wait_for(lambda: 0 in coordinator.mirrors.state_topic.stores())
+    await wait_for(lambda: writer.mirrors.state_topic.leader_of(0) == coordinator.broker_id)
+
+    stopped = StateUpdate(state=MirrorPartitionState.STOPPED)
+    await writer.mirrors.states.write(MIRROR, "orders", {0: stopped})
+    await writer.mirrors.states.write(MIRROR, "orders", {0: StateUpdate(state=state)})
+
+    expected = MirrorPartitionState.STOPPED if state is MirrorPartitionState.UNKNOWN else state
+    assert coordinator.mirrors.states.read_local(MIRROR, "orders", [0])[0].state is expected

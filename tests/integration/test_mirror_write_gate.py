@@ -11,6 +11,7 @@ config and the state is as wide as the test needs, while a real client keeps pro
 from __future__ import annotations
 
 import asyncio
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,17 +31,23 @@ from helpers.mirrors import (
 from helpers.replication import restart, stop
 from helpers.write_gate import Hold
 
+from mirrorsim.broker.config import MIRROR_NAME
 from mirrorsim.broker.metadata.controller import MetadataController
+from mirrorsim.broker.replica import ReplicaManager
+from mirrorsim.broker.replica.partition_state import PartitionState
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
 from mirrorsim.coordinator.state_machine import MirrorEvent
 from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.messages import MirrorApiKey
 from mirrorsim.protocol.records import MirrorPidReset, RawBatch, decode_control_batch
 
 TOPIC = "orders"
 ACKS_AFTER_STOP = 20
 ATTEMPTS_WHILE_HELD = 10
+ZERO_ID = uuid.UUID(int=0)
 
 
 @dataclass
@@ -214,3 +221,65 @@ async def test_a_mirror_topic_created_by_an_add_is_read_only_from_its_first_reco
         (await adding).all()
     assert code == ErrorCode.READ_ONLY_TOPIC
     assert batches_of(destination, TOPIC, 0) == []
+
+
+async def test_a_re_add_is_answered_only_once_the_leader_refuses_produce(
+    start_cluster: Any, wait_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed over, the topic takes produce; re-added through the broker that does not lead
+    it, the add is answered only once the leader has seen ``mirror.name`` and closed the
+    partition. The leader's refresh is held after it read the add: a record it takes then
+    is acknowledged before the answer (the re-add's LME cut may remove it), and every
+    produce after the answer is refused."""
+    source = await start_cluster("primary", configs=MIRROR_CONFIGS)
+    destination = await start_cluster("backup", brokers=2, configs=MIRROR_CONFIGS)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
+    await produce(source.bootstrap, TOPIC, 5, tag="mirrored")
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
+    first = destination.brokers[0]
+    await wait_for(lambda: TOPIC in first.snapshot.topics, timeout=20)
+    leader_id = first.snapshot.topics[TOPIC].partitions[0].leader
+    (leader,) = [b for b in destination.brokers if b.broker_id == leader_id]
+    (other,) = [b for b in destination.brokers if b.broker_id != leader_id]
+
+    def state_at_leader() -> str | None:
+        status = leader.mirrors.partitions.get((TOPIC, 0))
+        return None if status is None else status.state.name
+
+    await wait_for(lambda: state_at_leader() == "MIRRORING", timeout=20)
+    await _remove(destination)
+    await wait_for(lambda: state_at_leader() == "STOPPED", timeout=20)
+    hold = Hold()
+    apply_state = ReplicaManager.apply_partition_state
+
+    async def held_apply(self: ReplicaManager, state: PartitionState) -> None:
+        if self is leader.replica_manager and state.configs.get(MIRROR_NAME) == MIRROR:
+            await hold.wait()
+        await apply_state(self, state)
+
+    monkeypatch.setattr(ReplicaManager, "apply_partition_state", held_apply)
+    producer = AIOKafkaProducer(bootstrap_servers=destination.bootstrap, acks=1, linger_ms=0)
+    await producer.start()
+    try:
+        before = await producer.send_and_wait(TOPIC, b"before-the-add", partition=0)
+        add = RequestSpec(
+            MirrorApiKey.ADD_TOPICS_TO_MIRROR,
+            {"mirror_name": MIRROR, "topics": [{"topic_id": ZERO_ID, "topic_name": TOPIC}]},
+        )
+        async with ClusterClient(destination.bootstrap, client_id="re-add") as client:
+            adding = asyncio.create_task(client.send_to_node(other.broker_id, add))
+            await wait_for(lambda: hold.arrivals >= 1, timeout=20, message="leader read the add")
+            during = await producer.send_and_wait(TOPIC, b"while-held", partition=0)
+            assert not adding.done()
+            hold.release.set()
+            answer = await adding
+        assert [(t.name, t.error_code) for t in answer.topics] == [(TOPIC, ErrorCode.NONE)]
+        refused = await produce_error_code(destination.bootstrap, TOPIC, node=leader_id)
+        assert refused == ErrorCode.READ_ONLY_TOPIC
+    finally:
+        await producer.stop()
+    assert during.offset == before.offset + 1
+    assert state_at_leader() not in ("STOPPED", None)

@@ -1,6 +1,7 @@
 """Rules of the chaos check that decide what it may expect: which removes promise that the
 destination equals the source below their MIRROR_PID_RESET (only those that stopped a
-copy), and which config grants must survive (only the last alter of a topic)."""
+copy, and below which offset), and which config grants must survive (only the last
+alter of a topic)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from mirrorsim.drills.chaos.invariants import copied_below, stopped_a_copy, watched_configs
 from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, RemoveRecord
-from mirrorsim.drills.chaos.observe import UNANSWERED, LogRecords
+from mirrorsim.drills.chaos.observe import UNANSWERED, LogRecords, batch_digests
+from mirrorsim.protocol.records import RawBatch, Record, build_batch
 
 
 @pytest.mark.parametrize(
@@ -78,3 +80,33 @@ def test_a_destination_whose_earlier_reset_was_cut_is_compared_up_to_the_limit(
     """The earlier reset cut away (the LME cut reached the log), no earlier failover, or
     a reset at the limit itself: the whole range below the limit must be a copy."""
     assert copied_below(_log(resets), own_from, limit) == expected
+
+
+def _own_batches(*values: bytes) -> tuple[RawBatch, ...]:
+    return tuple(
+        build_batch([Record(offset, 0, None, value)], base_offset=offset)
+        for offset, value in enumerate(values)
+    )
+
+
+def _log_of(batches: tuple[RawBatch, ...]) -> LogRecords:
+    return LogRecords({}, {}, (), batches, batches[-1].last_offset + 1 if batches else 0)
+
+
+def test_a_failback_removed_before_its_cut_owes_the_source_nothing() -> None:
+    """Seed 5, schedule 636 of the soak: a failback on ``a`` (the old source, never failed
+    over) removed while PREPARING. ``a`` kept its own log, which the source never had;
+    no earlier MIRROR_PID_RESET says so, but the log, unchanged since the add, does."""
+    own = _own_batches(b"a-0", b"a-1", b"a-2")
+    at_add = batch_digests(_log_of(own))
+    assert copied_below(_log_of(own), None, 3, at_add) == 0
+
+
+def test_a_failback_whose_log_changed_after_the_add_is_compared_up_to_the_limit() -> None:
+    """A cut (or a copy) changed the log after the add: all of it below the limit must
+    be the source's."""
+    at_add = batch_digests(_log_of(_own_batches(b"a-0", b"a-1", b"a-2")))
+    copied = _own_batches(b"a-0", b"b-1", b"b-2")
+    assert copied_below(_log_of(copied), None, 3, at_add) == 3
+    assert copied_below(_log_of(copied[:1]), None, 3, at_add) == 3
+    assert copied_below(_log_of(copied), None, 3, None) == 3
