@@ -69,12 +69,12 @@ from mirrorsim.client.errors import error_from_wire, raise_for_error
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.features import UpgradeType
 from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS, MirrorApiKey
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 if TYPE_CHECKING:
     from mirrorsim.client.sync_admin import SyncAdmin
 
 T = TypeVar("T")
-_ZERO_UUID = uuid.UUID(int=0)
 MATCH_ALL_ACLS = AclBindingFilter()
 
 
@@ -189,7 +189,7 @@ class Admin:
         spec = RequestSpec(
             ApiKey.DELETE_TOPICS,
             {
-                "topics": [{"name": n, "topic_id": _ZERO_UUID} for n in names],
+                "topics": [{"name": n, "topic_id": ZERO_UUID} for n in names],
                 "topic_names": names,
                 "timeout": self._timeout,
             },
@@ -682,7 +682,7 @@ class Admin:
             topics = [
                 {
                     "name": topic,
-                    "topic_id": self.cluster.topic_id(topic) or _ZERO_UUID,
+                    "topic_id": self.cluster.topic_id(topic) or ZERO_UUID,
                     "partition_indexes": indexes,
                 }
                 for topic, indexes in _group_partitions(wanted).items()
@@ -736,7 +736,7 @@ class Admin:
         topics = [
             {
                 "name": topic,
-                "topic_id": self.cluster.topic_id(topic) or _ZERO_UUID,
+                "topic_id": self.cluster.topic_id(topic) or ZERO_UUID,
                 "partitions": [
                     {
                         "partition_index": tp.partition,
@@ -1012,7 +1012,7 @@ class Admin:
         """
         names = sorted(set(topics))
         await self.cluster.refresh_metadata(names)
-        ids = {t: self.cluster.topic_id(t) or _ZERO_UUID for t in names} | dict(topic_ids or {})
+        ids = {t: self.cluster.topic_id(t) or ZERO_UUID for t in names} | dict(topic_ids or {})
         spec = RequestSpec(
             MirrorApiKey.ADD_TOPICS_TO_MIRROR,
             {
@@ -1126,7 +1126,7 @@ class Admin:
             {
                 "mirror_name": name,
                 "topics": [
-                    {"topic_id": self.cluster.topic_id(t) or _ZERO_UUID, "topic_name": t}
+                    {"topic_id": self.cluster.topic_id(t) or ZERO_UUID, "topic_name": t}
                     for t in names
                 ],
             },

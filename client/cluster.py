@@ -292,7 +292,7 @@ class ClusterClient:
         async for trial in self._retry_policy(is_retriable):
             with trial:
                 if retry_count and refresh:
-                    await self._refresh_quietly()
+                    await self.refresh_quietly()
                 retry_count += 1
                 return await attempt()
         raise AssertionError("unreachable: tenacity reraises the last error")
@@ -323,10 +323,13 @@ class ClusterClient:
             body = _build_for(connection, body)
         return await connection.send(body)
 
-    async def _refresh_quietly(self) -> None:
+    async def refresh_quietly(self, within_s: float | None = None) -> None:
+        """Re-learn the brokers and the known topics, at most ``within_s`` seconds; a
+        failure is only logged, since the caller retries (or answers retriable) anyway."""
         try:
-            await self.refresh_metadata(list(self._metadata.topics))
-        except (KafkaConnectionError, RequestTimedOut, KafkaError) as exc:
+            async with asyncio.timeout(within_s):
+                await self.refresh_metadata(list(self._metadata.topics))
+        except (KafkaConnectionError, RequestTimedOut, KafkaError, TimeoutError) as exc:
             log.debug("metadata refresh before retry failed: %s", exc)
 
     async def _bootstrap_once(self) -> None:

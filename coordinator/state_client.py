@@ -18,13 +18,12 @@ once its own update is in the log.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
-from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut, raise_for_error
+from mirrorsim.client.errors import KafkaConnectionError, raise_for_error
 from mirrorsim.coordinator.batching import KeyedBatcher
 from mirrorsim.coordinator.broker_ports import InterBrokerClientHost
 from mirrorsim.coordinator.mirror_state_store import MirrorStateRecord
@@ -137,19 +136,13 @@ class MirrorStateClient:
         try:
             return await client.send_to_node_once(node, spec)
         except KafkaConnectionError as exc:
-            await self._refresh_peers(client)
+            # a broker that came back after the client's last metadata is otherwise
+            # unknown to it ("not in the cluster metadata"), and the next send would fail
+            # the same way; a refresh that cannot finish in time waits for the next failure
+            await client.refresh_quietly(PEER_REFRESH_S)
             raise KafkaError(
                 ErrorCode.COORDINATOR_NOT_AVAILABLE, f"mirror state coordinator {node}: {exc}"
             ) from exc
-
-    async def _refresh_peers(self, client: ClusterClient) -> None:
-        """Re-learn the brokers after a failed send, within ``PEER_REFRESH_S``: a broker
-        that came back after the client's last metadata is otherwise unknown to it ("not
-        in the cluster metadata") and the next attempt would fail the same way. A
-        refresh that cannot finish in time is left to the next failure."""
-        with contextlib.suppress(KafkaConnectionError, RequestTimedOut, KafkaError, TimeoutError):
-            async with asyncio.timeout(PEER_REFRESH_S):
-                await client.refresh_metadata([])
 
     async def _read_remote(
         self, node: int, mirror: str, topic: str, partitions: list[int]

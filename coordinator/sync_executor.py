@@ -91,6 +91,7 @@ from mirrorsim.protocol.acl import (
     ResourceType,
 )
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,6 @@ FIND_COORDINATOR_KEY = 10
 GROUP_KEY_TYPE = 0
 FIRST_BATCHED_OFFSET_FETCH = 8
 GROUPS_PER_OFFSET_FETCH = 200
-ZERO_UUID = uuid.UUID(int=0)
 INACTIVE_GROUP_STATES = frozenset({"", "empty", "dead"})
 _STATUS_FOR_INTENT = {
     MirrorNameIntent.MIRROR: MirrorTopicStatus.MIRRORING,

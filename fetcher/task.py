@@ -55,6 +55,7 @@ from mirrorsim.fetcher.plan import (
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
@@ -366,7 +367,7 @@ class MirrorFetcherTask:
         )
 
     def _forgotten_id(self, key: Key) -> uuid.UUID:
-        return self._sink.local_log(*key).topic_id or uuid.UUID(int=0)
+        return self._sink.local_log(*key).topic_id or ZERO_UUID
 
     def _apply(self, topic: str, partition: int, data: Any) -> int:
         """Take one partition's answer; the bytes appended to the local log."""

@@ -16,9 +16,10 @@ from mirrorsim.broker.group.offsets_topic import OFFSETS_TOPIC
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.broker_port import HandlerBroker
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
-from mirrorsim.broker.metadata.controller import ZERO_UUID, NewTopicRequest
+from mirrorsim.broker.metadata.controller import NewTopicRequest
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 CREATE_TOPICS_KEY = 19
 

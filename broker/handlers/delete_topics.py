@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import authorize
@@ -10,9 +9,9 @@ from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.response import NO_THROTTLE, error_fields, respond
 from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 DELETE_TOPICS_KEY = 20
-ZERO_UUID = uuid.UUID(int=0)
 
 
 @handles(DELETE_TOPICS_KEY, min_version=1, max_version=6)

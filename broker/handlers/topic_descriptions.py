@@ -15,10 +15,10 @@ from mirrorsim.broker.group.offsets_topic import (
     offsets_topic_leaders,
 )
 from mirrorsim.broker.handlers.broker_port import HandlerBroker
-from mirrorsim.broker.metadata.controller import ZERO_UUID
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.messages.constants import UNSET_AUTHORIZED_OPERATIONS
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 
 def undescribed_topic(

@@ -37,10 +37,10 @@ from mirrorsim.broker.metadata.models import (
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT, MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 DEFAULT = -1
 """CreateTopics' "use the broker default" marker for partitions and replication factor."""
-ZERO_UUID = uuid.UUID(int=0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ config and the state is as wide as the test needs, while a real client keeps pro
 from __future__ import annotations
 
 import asyncio
-import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,11 +42,11 @@ from mirrorsim.coordinator.state_machine import MirrorEvent
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.messages import MirrorApiKey
 from mirrorsim.protocol.records import MirrorPidReset, RawBatch, decode_control_batch
+from mirrorsim.protocol.uuids import ZERO_UUID
 
 TOPIC = "orders"
 ACKS_AFTER_STOP = 20
 ATTEMPTS_WHILE_HELD = 10
-ZERO_ID = uuid.UUID(int=0)
 
 
 @dataclass
@@ -267,7 +266,7 @@ async def test_a_re_add_is_answered_only_once_the_leader_refuses_produce(
         before = await producer.send_and_wait(TOPIC, b"before-the-add", partition=0)
         add = RequestSpec(
             MirrorApiKey.ADD_TOPICS_TO_MIRROR,
-            {"mirror_name": MIRROR, "topics": [{"topic_id": ZERO_ID, "topic_name": TOPIC}]},
+            {"mirror_name": MIRROR, "topics": [{"topic_id": ZERO_UUID, "topic_name": TOPIC}]},
         )
         async with ClusterClient(destination.bootstrap, client_id="re-add") as client:
             adding = asyncio.create_task(client.send_to_node(other.broker_id, add))
