@@ -273,7 +273,11 @@ class MirrorSyncExecutor:
         expected = (await asyncio.to_thread(self._source_clusters.cluster_ids)).get(mirror)
         check = check_source_cluster_id(expected, observed)
         if check is ClusterIdCheck.FIRST_SEEN and observed is not None:
-            expected = await asyncio.to_thread(self._source_clusters.record, mirror, observed)
+            try:
+                expected = await asyncio.to_thread(self._source_clusters.record, mirror, observed)
+            except KeyError:
+                log.info("mirror %s was deleted during its sync cycle; the cycle ends", mirror)
+                return False
             if expected != observed:
                 check = check_source_cluster_id(expected, observed)
             else:

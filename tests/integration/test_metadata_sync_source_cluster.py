@@ -100,3 +100,20 @@ async def test_a_deleted_mirror_forgets_its_source_cluster_id(
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
         (listing,) = await admin.list_mirrors()
     assert listing.source_cluster_id == ""
+
+
+async def test_a_cycle_of_a_mirror_deleted_meanwhile_ends_without_an_error(
+    start_cluster: Any,
+) -> None:
+    """A sync cycle that started before a DeleteMirror records the source cluster id of a
+    mirror that is gone: the store refuses it (KeyError), and the cycle ends there, with
+    no error counted and nothing synced, instead of failing the job with a traceback."""
+    source = await start_cluster("primary")
+    destination = await start_cluster("backup", configs=DESTINATION_CONFIGS)
+    executor = destination.brokers[0].mirror_metadata.executor
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        report = await executor.run_cycle(
+            "deleted-mirror", {"bootstrap.servers": source.bootstrap}, admin
+        )
+    assert (report.errors, report.topic_operations, report.acl_operations) == ({}, [], [])
+    assert report.source_cluster_id is None
