@@ -79,15 +79,20 @@ async def _produce_continuously(bootstrap: str, done: asyncio.Event, seen: Produ
         await producer.stop()
 
 
-async def _mirrored_topic(start_cluster: Any, wait_for: Any) -> tuple[Any, Any]:
+async def _add_to_a_mirror(start_cluster: Any, destination_brokers: int = 1) -> tuple[Any, Any]:
     source = await start_cluster("primary", configs=MIRROR_CONFIGS)
-    destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
+    destination = await start_cluster("backup", brokers=destination_brokers, configs=MIRROR_CONFIGS)
     async with Admin(bootstrap=source.bootstrap) as admin:
         (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
     await produce(source.bootstrap, TOPIC, 5, tag="mirrored")
     async with Admin(bootstrap=destination.bootstrap) as admin:
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
         (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
+    return source, destination
+
+
+async def _mirrored_topic(start_cluster: Any, wait_for: Any) -> tuple[Any, Any]:
+    source, destination = await _add_to_a_mirror(start_cluster)
     await wait_for(lambda: mirrored_up_to(source, destination, TOPIC, 0), timeout=20)
     return source, destination
 
@@ -230,14 +235,7 @@ async def test_a_re_add_is_answered_only_once_the_leader_refuses_produce(
     partition. The leader's refresh is held after it read the add: a record it takes then
     is acknowledged before the answer (the re-add's LME cut may remove it), and every
     produce after the answer is refused."""
-    source = await start_cluster("primary", configs=MIRROR_CONFIGS)
-    destination = await start_cluster("backup", brokers=2, configs=MIRROR_CONFIGS)
-    async with Admin(bootstrap=source.bootstrap) as admin:
-        (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
-    await produce(source.bootstrap, TOPIC, 5, tag="mirrored")
-    async with Admin(bootstrap=destination.bootstrap) as admin:
-        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-        (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
+    _, destination = await _add_to_a_mirror(start_cluster, destination_brokers=2)
     first = destination.brokers[0]
     await wait_for(lambda: TOPIC in first.snapshot.topics, timeout=20)
     leader_id = first.snapshot.topics[TOPIC].partitions[0].leader
