@@ -305,6 +305,17 @@ def copied_below(
     return limit
 
 
+def source_holds_below(theirs: LogRecords, limit: int, source_mirrored_since: bool) -> int:
+    """Below which offset the source still holds what it had when the copy was made:
+    ``limit``, unless a mirror has since started copying into the source itself (a
+    failback). Its LME cut may have removed the records this destination copied, and
+    what the failback has copied back so far (from this destination, byte for byte) ends
+    at the source's log end."""
+    if source_mirrored_since:
+        return min(limit, theirs.log_end)
+    return limit
+
+
 def stopped_a_copy(removal: RemoveRecord) -> bool:
     """Whether ``removal`` stopped a copy, so the destination below its MIRROR_PID_RESET
     must equal the source. An add that a remove overtook before the partition left
@@ -347,6 +358,9 @@ async def _check_copy(
         entry.violate(SETTLES, f"{start.topic} on {start.cluster} did not catch up")
         return
     limit = copied_below(ours, own_from, stop if stop is not None else ours.log_end, log_at_add)
+    limit = source_holds_below(
+        theirs, limit, entry.started_after(start.source, start.topic, start.step)
+    )
     low = max(_first(theirs), _first(ours))
     mine = _digests(ours, low, limit)
     expected = _digests(theirs, low, limit)

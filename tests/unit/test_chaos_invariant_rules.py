@@ -7,7 +7,12 @@ from __future__ import annotations
 
 import pytest
 
-from mirrorsim.drills.chaos.invariants import copied_below, stopped_a_copy, watched_configs
+from mirrorsim.drills.chaos.invariants import (
+    copied_below,
+    source_holds_below,
+    stopped_a_copy,
+    watched_configs,
+)
 from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, RemoveRecord
 from mirrorsim.drills.chaos.observe import UNANSWERED, LogRecords, batch_digests
 from mirrorsim.protocol.records import RawBatch, Record, build_batch
@@ -110,3 +115,14 @@ def test_a_failback_whose_log_changed_after_the_add_is_compared_up_to_the_limit(
     assert copied_below(_log_of(copied), None, 3, at_add) == 3
     assert copied_below(_log_of(copied[:1]), None, 3, at_add) == 3
     assert copied_below(_log_of(copied), None, 3, None) == 3
+
+
+def test_a_source_cut_by_a_later_failback_is_compared_only_as_far_as_it_copied_back() -> None:
+    """Seed 5, schedule 146 of the soak: a→b, fail over on ``b``, fail back on ``a``
+    (its LME cut emptied ``a``'s log), ``b`` down, the failback paused. The copy on ``b``
+    was checked against ``a``'s log, which no longer held it: "differs from a below 5:
+    first differing batch at 0"."""
+    refilled = _log_of(_own_batches(b"a-0", b"a-1"))
+    assert source_holds_below(refilled, 5, source_mirrored_since=True) == 2
+    assert source_holds_below(_log_of(()), 5, source_mirrored_since=True) == 0
+    assert source_holds_below(refilled, 5, source_mirrored_since=False) == 5
