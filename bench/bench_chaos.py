@@ -1,19 +1,21 @@
-"""Soak of the chaos explorer: many schedules on two in-process clusters.
+"""Soak of the chaos explorer: many schedules on two clusters, in-process or, with
+``--processes``, brokers as OS processes (SIGKILL and SIGSTOP/SIGCONT faults).
 
 Run: ``.venv/bin/python -m mirrorsim.bench.bench_chaos --schedules 1000 [--seed S]
-[--steps K] [--no-shrink] [--workers W] [--broker-log FILE]``
+[--steps K] [--no-shrink] [--workers W] [--broker-log FILE] [--processes]``
 
 Measures schedules per minute (time running schedules and their checks; shrinking is
 timed apart) and counts the violations per invariant. ``--workers`` runs that many
 explorers, each a process with its own two clusters, over interleaved slices of the same
 seeded schedules: an in-process schedule is CPU-bound in one event loop, so a second
 core doubles the soak's rate; the schedules and their verdicts are the same as with one.
-Results go to bench/results/chaos.json and chaos.md, with the full exploration report
-(replayable drill YAML per violation) under bench/results/chaos-report/ when ``--report``
-names no other directory. ``--broker-log`` keeps the brokers' warnings (silenced
-otherwise), one file per worker, each verdict written between them: a violation seen
-once in a long soak is explained from its schedule's lines instead of a replay that may
-not reproduce it.
+Results go to bench/results/chaos.json and chaos.md (chaos-processes.json and .md with
+``--processes``), with the full exploration report (replayable drill YAML per violation)
+under bench/results/chaos-report/ when ``--report`` names no other directory.
+``--broker-log`` keeps the brokers' warnings (silenced otherwise), one file per worker,
+each verdict written between them: a violation seen once in a long soak is explained
+from its schedule's lines instead of a replay that may not reproduce it. With
+``--processes`` each broker process logs to ``broker-<id>.log`` in its cluster's data directory.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from mirrorsim.drills.chaos.schedule import generate
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
-async def soak(indices: list[int], steps: int, seed: int, shrink: bool) -> Exploration:
-    plan = [generate(seed, index, steps) for index in indices]
-    async with Explorer() as explorer:
+async def soak(
+    indices: list[int], steps: int, seed: int, shrink: bool, processes: bool = False
+) -> Exploration:
+    plan = [generate(seed, index, steps, processes=processes) for index in indices]
+    async with Explorer(processes=processes) as explorer:
         return await explore(explorer, plan, shrink=shrink, on_done=_progress)
 
 
@@ -58,7 +62,12 @@ _VERDICTS = logging.getLogger("mirrorsim.bench.chaos")
 
 
 def _soak_slice(
-    indices: list[int], steps: int, seed: int, shrink: bool, broker_log: Path | None = None
+    indices: list[int],
+    steps: int,
+    seed: int,
+    shrink: bool,
+    broker_log: Path | None = None,
+    processes: bool = False,
 ) -> Exploration:
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     ours = logging.getLogger("mirrorsim")
@@ -70,7 +79,7 @@ def _soak_slice(
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         ours.addHandler(handler)
         ours.setLevel(logging.WARNING)
-    return asyncio.run(soak(indices, steps, seed, shrink))
+    return asyncio.run(soak(indices, steps, seed, shrink, processes))
 
 
 def _worker_log(broker_log: Path | None, worker: int, workers: int) -> Path | None:
@@ -86,18 +95,25 @@ def run(
     shrink: bool,
     workers: int,
     broker_log: Path | None = None,
+    processes: bool = False,
 ) -> Exploration:
     """The schedules ``0..schedules-1`` of ``seed``, dealt round-robin to ``workers``
     processes; one exploration with the outcomes in schedule order."""
     started = time.monotonic()
     slices = [list(range(w, schedules, workers)) for w in range(workers)]
     if workers == 1:
-        parts = [_soak_slice(slices[0], steps, seed, shrink, broker_log)]
+        parts = [_soak_slice(slices[0], steps, seed, shrink, broker_log, processes)]
     else:
         with ProcessPoolExecutor(workers) as pool:
             futures = [
                 pool.submit(
-                    _soak_slice, s, steps, seed, shrink, _worker_log(broker_log, w, workers)
+                    _soak_slice,
+                    s,
+                    steps,
+                    seed,
+                    shrink,
+                    _worker_log(broker_log, w, workers),
+                    processes,
                 )
                 for w, s in enumerate(slices)
             ]
@@ -122,12 +138,20 @@ def main() -> None:
     parser.add_argument("--report", type=Path, default=RESULTS_DIR / "chaos-report")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--broker-log", type=Path, default=None)
+    parser.add_argument("--processes", action="store_true")
     args = parser.parse_args()
     if args.workers < 1:
         parser.error("--workers must be at least 1")
     result = run(
-        args.schedules, args.steps, args.seed, not args.no_shrink, args.workers, args.broker_log
+        args.schedules,
+        args.steps,
+        args.seed,
+        not args.no_shrink,
+        args.workers,
+        args.broker_log,
+        args.processes,
     )
+    name = "chaos-processes" if args.processes else "chaos"
     write_report(result, args.report)
     first: dict[str, int] = {}
     per_invariant: collections.Counter[str] = collections.Counter()
@@ -150,9 +174,9 @@ def main() -> None:
         "machine": platform.machine(),
     }
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / "chaos.json").write_text(json.dumps(document, indent=2) + "\n")
+    (RESULTS_DIR / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
     lines = [
-        f"# chaos soak: {document['schedules']} schedules of {args.steps} steps, seed {args.seed}",
+        f"# {name} soak: {document['schedules']} schedules of {args.steps} steps, seed {args.seed}",
         "",
         "| measure | value |",
         "|---|---|",
@@ -170,7 +194,7 @@ def main() -> None:
         ),
         "",
     ]
-    (RESULTS_DIR / "chaos.md").write_text("\n".join(lines))
+    (RESULTS_DIR / f"{name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
