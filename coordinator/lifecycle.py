@@ -28,6 +28,7 @@ from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceCluster
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.cluster import RequestSpec
+from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.coordinator.broker_ports import LifecycleHost
 from mirrorsim.coordinator.mirror_cycles import cycle_error, mirrored_from_here
 from mirrorsim.coordinator.source_clusters import BOOTSTRAP_SERVERS, source_client_id
@@ -234,7 +235,7 @@ class MirrorLifecycle:
         if not addable:
             return results
         try:
-            source = await self._coordinator.sources.client(mirror)
+            source = await self._source_of(mirror)
             view = await source.refresh_metadata(addable)
             on_source = {}
             for name in addable:
@@ -252,9 +253,16 @@ class MirrorLifecycle:
                 else:
                     on_source[name] = info
             configs = await self._source_topic_configs(source, list(on_source), excluded)
+            mirrored_back = await self._mirrored_back(mirror, list(on_source))
         except KafkaError as exc:
             return {name: results.get(name, exc) for name in names}
-        for name, back in (await self._mirrored_back(mirror, list(on_source))).items():
+        except (KafkaConnectionError, RequestTimedOut) as exc:
+            unreachable = KafkaError(
+                ErrorCode.NETWORK_EXCEPTION,
+                f"The source cluster of mirror {mirror} cannot be reached: {exc}",
+            )
+            return {name: results.get(name, unreachable) for name in names}
+        for name, back in mirrored_back.items():
             results[name] = cycle_error(name, back)
             del on_source[name]
         to_create = [
@@ -339,6 +347,14 @@ class MirrorLifecycle:
             )
             for name in pending
         }
+
+    async def _source_of(self, mirror: str) -> Any:
+        """The mirror's source client; UNKNOWN_MIRROR when the mirror was deleted while
+        the add ran (its configs, or its source cluster id record, are gone)."""
+        try:
+            return await self._coordinator.sources.client(mirror)
+        except LookupError as exc:
+            raise KafkaError(ErrorCode.UNKNOWN_MIRROR, f"Mirror {mirror} does not exist") from exc
 
     async def _mirrored_back(self, mirror: str, names: list[str]) -> Mapping[str, str]:
         """Of ``names``, those the source mirrors from this cluster (see
