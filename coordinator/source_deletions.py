@@ -25,6 +25,7 @@ from mirrorsim.coordinator.state_machine import (
     parse_mirror_name,
 )
 from mirrorsim.coordinator.sync import StopReason
+from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,13 @@ class SourceDeletionStopper:
         if record is None or record.configs.get(MIRROR_STOP_REASON):
             return
         log.warning("mirror %s: stopping topic %s: %s", mirror, topic, reason.value)
-        await self._broker.controller.set_topic_configs(
-            topic, {**record.configs, MIRROR_STOP_REASON: reason.name}
-        )
+        try:
+            await self._broker.controller.set_topic_configs(
+                topic, {**record.configs, MIRROR_STOP_REASON: reason.name}
+            )
+        except KafkaError as exc:
+            if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:
+                raise
+            log.info(
+                "mirror %s: topic %s was deleted here before it could be stopped", mirror, topic
+            )

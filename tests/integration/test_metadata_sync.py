@@ -37,6 +37,7 @@ from mirrorsim.client.admin_types import (
     ResourceType,
 )
 from mirrorsim.client.admin_types import TopicPartition as AdminTopicPartition
+from mirrorsim.coordinator.source_deletions import SourceDeletionStopper
 from mirrorsim.coordinator.sync import (
     AlterTopicConfigs,
     ClusterIdCheck,
@@ -277,3 +278,24 @@ async def test_a_topic_deleted_at_the_source_stops_its_partitions_and_no_other_t
         (await admin.remove_topics_from_mirror(MIRROR, ["orders"])).all()
     await broker_of(destination).refresh_metadata()
     assert mirror_state(destination, "orders", 0) == "STOPPED"
+
+
+async def test_stopping_a_topic_deleted_here_meanwhile_is_not_an_error(
+    start_cluster: Any,
+) -> None:
+    """The sync decided to stop a mirror topic whose source was deleted, but the topic was
+    deleted on the destination too before the stop was written (the snapshot the sync
+    read still had it): nothing is left to stop, and the sync stage does not fail."""
+    source = await start_cluster("primary", configs=SOURCE_CONFIGS)
+    destination = await start_cluster("backup", configs=DESTINATION_CONFIGS)
+    await mirror_topic(source.bootstrap, destination, "orders")
+    broker = broker_of(destination)
+    broker.store.delete_topic("orders")
+    assert "orders" in broker.snapshot.topics
+
+    await SourceDeletionStopper(broker).stop_mirror_topic(
+        MIRROR, "orders", StopReason.SOURCE_TOPIC_DELETED
+    )
+
+    await broker.refresh_metadata()
+    assert "orders" not in broker.snapshot.topics
