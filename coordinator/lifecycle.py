@@ -326,15 +326,21 @@ class MirrorLifecycle:
         deadline = asyncio.get_running_loop().time() + (
             int(self._broker.config("broker.session.timeout.ms")) / 1000
         )
+
+        async def read_only(name: str, topic: TopicRecord) -> bool:
+            try:
+                states = await self._coordinator.states.read(
+                    mirror, name, [p.partition for p in topic.partitions]
+                )
+            except KafkaError:
+                return False
+            return all(s.state not in ADDABLE_STATES for s in states.values())
+
         while True:
-            for name, topic in list(pending.items()):
-                try:
-                    states = await self._coordinator.states.read(
-                        mirror, name, [p.partition for p in topic.partitions]
-                    )
-                except KafkaError:
-                    continue
-                if all(s.state not in ADDABLE_STATES for s in states.values()):
+            # all topics at once: a failback of a thousand topics is one round of reads
+            closed = await asyncio.gather(*(read_only(n, t) for n, t in pending.items()))
+            for name, done in zip(list(pending), closed, strict=True):
+                if done:
                     del pending[name]
             if not pending or asyncio.get_running_loop().time() >= deadline:
                 break
