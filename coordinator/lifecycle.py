@@ -27,7 +27,7 @@ from mirrorsim.broker.metadata.mirror_configs import validate_mirror_configs
 from mirrorsim.broker.metadata.mirror_source_clusters import MirrorSourceClusters
 from mirrorsim.broker.metadata.models import TopicRecord
 from mirrorsim.client.admin import Admin
-from mirrorsim.client.cluster import RequestSpec
+from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.coordinator.broker_ports import LifecycleHost
 from mirrorsim.coordinator.mirror_cycles import cycle_error, mirrored_from_here
@@ -354,7 +354,7 @@ class MirrorLifecycle:
             for name in pending
         }
 
-    async def _source_of(self, mirror: str) -> Any:
+    async def _source_of(self, mirror: str) -> ClusterClient:
         """The mirror's source client; UNKNOWN_MIRROR when the mirror was deleted while
         the add ran (its configs, or its source cluster id record, are gone)."""
         try:
