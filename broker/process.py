@@ -5,7 +5,9 @@ The process starts the broker, prints one ready line on stdout
 shuts down cleanly (controlled shutdown included) and exits 0. A failed start, or a
 shutdown the file system cut short, exits 1 with the reason in one line on stderr. Logs
 go to stderr. Brokers of one cluster share only the metadata database named by
-``--metadata-url``.
+``--metadata-url``. With ``--stop-on-stdin-eof`` the broker also shuts down cleanly when
+its standard input reaches end of file: a supervisor hands each broker a pipe, so brokers
+stop with their supervisor however it ends (even SIGKILL) instead of serving on as orphans.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -42,6 +45,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--cluster-id", default=None)
     parser.add_argument("--configs", default="{}", help="static broker configs as a JSON object")
     parser.add_argument("--log-level", default="INFO", choices=LOG_LEVELS)
+    parser.add_argument(
+        "--stop-on-stdin-eof",
+        action="store_true",
+        help="shut down cleanly when standard input closes (the supervisor has gone)",
+    )
     return parser.parse_args(argv)
 
 
@@ -60,6 +68,8 @@ async def serve(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
+    if args.stop_on_stdin_eof:
+        watch_stdin(loop, stop)
     await broker.start()
     try:
         print(ready_line(broker.broker_id, broker.bootstrap), flush=True)
@@ -69,6 +79,18 @@ async def serve(args: argparse.Namespace) -> None:
             await broker.stop()
         except OSError as exc:
             raise BrokerStopError(f"broker {args.broker_id} did not stop cleanly: {exc}") from exc
+
+
+def watch_stdin(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
+    """Set ``stop`` once standard input reaches end of file (its writer has exited)."""
+    stdin = sys.stdin.buffer
+
+    def readable() -> None:
+        if not os.read(stdin.fileno(), 4096):
+            loop.remove_reader(stdin.fileno())
+            stop.set()
+
+    loop.add_reader(stdin.fileno(), readable)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

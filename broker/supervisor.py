@@ -7,7 +7,8 @@ a signal (SIGKILL by default) and waits for the exit; ``restart`` starts the bro
 on the same data directory. With ``restart_on_crash`` a broker that exits on its own is
 started again after ``restart_backoff_s``. ``stop`` sends SIGTERM to all (clean shutdown)
 and SIGKILLs whatever has not exited after ``stop_timeout_s``. Each broker's stderr goes
-to ``<data_dir>/broker-<id>.log``.
+to ``<data_dir>/broker-<id>.log``. Each broker reads a pipe from the supervisor as its
+stdin and stops cleanly when it closes, so brokers never outlive the supervising process.
 """
 
 from __future__ import annotations
@@ -185,6 +186,7 @@ class ProcessCluster:
             self.spec.effective_metadata_url,
             "--configs",
             json.dumps(configs),
+            "--stop-on-stdin-eof",
         ]
         if self.spec.cluster_id:
             command += ["--cluster-id", self.spec.cluster_id]
@@ -193,7 +195,7 @@ class ProcessCluster:
         )
         broker.process = await asyncio.create_subprocess_exec(
             *command,
-            stdin=asyncio.subprocess.DEVNULL,
+            stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=broker.log_file,
         )
@@ -244,6 +246,8 @@ class ProcessCluster:
             with contextlib.suppress(asyncio.CancelledError):
                 await broker._drain
             broker._drain = None
+        if broker.process is not None and broker.process.stdin is not None:
+            broker.process.stdin.close()
         if broker.log_file is not None:
             broker.log_file.close()
             broker.log_file = None

@@ -5,6 +5,10 @@ keeps reading meanwhile, so a pipelining client is never stalled by the socket. 
 class does the same with two tasks: a reader that splits frames into a bounded queue (the
 bound is the backpressure) and a processor that dispatches them one by one. A long-poll
 Fetch therefore delays later responses on its own connection only, exactly as in Kafka.
+
+Why a connection closed is logged as text, never as the exception object: a handler that
+keeps records (a log capture, a ``MemoryHandler``) would keep the exception's traceback,
+whose frames hold the connection and its receive buffer, for every connection closed.
 """
 
 from __future__ import annotations
@@ -149,11 +153,11 @@ class Connection:
                 for frame in self._frames.feed(data):
                     await self._queue.put((frame, time.perf_counter()))
         except FrameError as exc:
-            log.warning("connection %s closed: malformed frame: %s", self.peer, exc)
+            log.warning("connection %s closed: malformed frame: %s", self.peer, str(exc))
         except _Idle:
             log.info("connection %s closed: idle longer than connections.max.idle.ms", self.peer)
         except (ConnectionError, OSError) as exc:
-            log.debug("connection %s read failed: %s", self.peer, exc)
+            log.debug("connection %s read failed: %s", self.peer, str(exc))
         finally:
             self._reader_finished = True
             with contextlib.suppress(asyncio.QueueFull):
@@ -188,7 +192,7 @@ class Connection:
             try:
                 response = await self._dispatch(self, frame, timing)
             except CloseConnection as exc:
-                log.warning("connection %s closed: %s", self.peer, exc)
+                log.warning("connection %s closed: %s", self.peer, str(exc))
                 return
             finally:
                 self._busy = False

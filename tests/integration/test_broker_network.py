@@ -206,3 +206,28 @@ async def wait_until_blocked(broker: Any, wait_for: Any) -> None:
     await wait_for(
         lambda: broker.server.unsent_bytes > 64 * 1024, timeout=20, message="a full write buffer"
     )
+
+
+async def test_a_closed_connections_log_record_holds_only_text(
+    start_cluster: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler that keeps records (a log capture, a MemoryHandler) must not keep each
+    closed connection alive: an exception in a record's args holds its traceback, whose
+    frames hold the connection and its receive buffer. 100,000 bad frames once held
+    gigabytes that way."""
+    broker = await start_cluster(configs={"socket.request.max.bytes": 1024})
+    bad_frames = [
+        struct.pack(">ihhih", 10, 9999, 0, 1, -1),  # unknown api key
+        struct.pack(">i", 4096),  # larger than socket.request.max.bytes
+    ]
+    with caplog.at_level("INFO", logger="mirrorsim.broker.network.connection"):
+        for frame in bad_frames:
+            raw = await RawClient.connect(broker.bootstrap)
+            raw.writer.write(frame)
+            assert await raw.closed_by_peer()
+            await raw.close()
+    closes = [r for r in caplog.records if "closed:" in r.getMessage()]
+    assert len(closes) == len(bad_frames)
+    for record in closes:
+        assert record.exc_info is None
+        assert all(isinstance(arg, str | int | tuple) for arg in record.args or ()), record.args

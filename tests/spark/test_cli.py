@@ -249,6 +249,7 @@ def standalone_master(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_standalone_cluster_gives_the_local_report(
     spark: SparkSession, logs: tuple[Path, Path], tmp_path: Path, standalone_master: str
 ) -> None:
@@ -280,7 +281,7 @@ def test_standalone_cluster_gives_the_local_report(
         ],
         capture_output=True,
         env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
-        timeout=240,
+        timeout=600,  # 120 s alone; a loaded machine has taken twice that
         check=False,
     )
 

@@ -101,3 +101,67 @@ data_dir = "{tmp_path / "primary"}"
             proc.wait()
     assert proc.returncode == 0, err
     assert out.strip() == "all clusters stopped"
+
+
+def child_pids(parent: int) -> set[int]:
+    """Live processes whose parent is ``parent`` (from /proc)."""
+    children = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            children.add(int(stat.parent.name))
+    return children
+
+
+def running(pid: int) -> bool:
+    """Exists and is not a zombie (an orphan's zombie may wait for a reaper)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+async def test_brokers_stop_when_their_supervisor_is_killed(tmp_path: Path, wait_for: Any) -> None:
+    config = tmp_path / "mirrorsim.toml"
+    config.write_text(
+        f"""
+[cluster.primary]
+brokers = 2
+port = 0
+data_dir = "{tmp_path / "primary"}"
+"""
+    )
+    command = [
+        sys.executable,
+        "-c",
+        "from mirrorsim.cli.main import cli; cli()",
+        "up",
+        "--config",
+        str(config),
+        "--processes",
+    ]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    brokers: set[int] = set()
+    try:
+        assert proc.stdout is not None
+        ready = await asyncio.to_thread(proc.stdout.readline)
+        assert ready.startswith("cluster primary ready"), proc.stderr
+        brokers = child_pids(proc.pid)
+        assert len(brokers) == 2
+        proc.kill()
+        proc.wait()
+        await wait_for(
+            lambda: not any(running(pid) for pid in brokers),
+            timeout=60,
+            message="the orphaned brokers to stop",
+        )
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        for pid in brokers:
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
