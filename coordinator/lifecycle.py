@@ -37,6 +37,7 @@ from mirrorsim.coordinator.state_machine import (
     PAUSED_SUFFIX,
     REMOVED_SUFFIX,
     MirrorEvent,
+    MirrorNameConfig,
     MirrorNameIntent,
     MirrorPartitionState,
     event_for_config,
@@ -397,18 +398,30 @@ class MirrorLifecycle:
                 f"Topic {existing.name} is already in mirror {current.mirror}",
             )
         if current.mirror is not None:
-            await self._require_partitions_addable(current.mirror, existing)
+            await self._require_partitions_addable(current, existing)
 
-    async def _require_partitions_addable(self, mirror: str, topic: TopicRecord) -> None:
+    async def _require_partitions_addable(
+        self, current: MirrorNameConfig, topic: TopicRecord
+    ) -> None:
+        """A topic this mirror still copies (or pauses) is already in it, as the spec's
+        controller check says; one it is still removing is not yet addable again."""
+        assert current.mirror is not None
         states = await self._coordinator.states.read(
-            mirror, topic.name, [p.partition for p in topic.partitions]
+            current.mirror, topic.name, [p.partition for p in topic.partitions]
         )
         busy = sorted(p for p, s in states.items() if s.state not in ADDABLE_STATES)
-        if busy:
+        if not busy:
+            return
+        if current.intent is not MirrorNameIntent.REMOVE:
             raise KafkaError(
-                ErrorCode.INVALID_REQUEST,
-                f"Partitions {busy} of {topic.name} are neither UNKNOWN nor STOPPED",
+                ErrorCode.TOPIC_ALREADY_IN_MIRROR,
+                f"Topic {topic.name} is already in mirror {current.mirror}",
             )
+        raise KafkaError(
+            ErrorCode.INVALID_REQUEST,
+            f"Partitions {busy} of {topic.name} are still being removed from mirror "
+            f"{current.mirror} (neither UNKNOWN nor STOPPED)",
+        )
 
     async def _source_topic_configs(
         self, source: Any, names: list[str], excluded: PatternList

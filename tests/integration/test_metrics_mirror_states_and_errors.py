@@ -6,6 +6,8 @@ DescribeConfigs on its topics (no DESCRIBE_CONFIGS: a topic configuration sync e
 LastMirroredEpochs (no READ on the cluster), which holds a re-added topic in PREPARING.
 Holding the STOPPING sequence at its start (as ``test_mirror_write_gate.py`` does) keeps
 the topic in STOPPING once it is removed. Each scrape passes ``promtool check metrics``.
+The held states also show what a second add answers: TOPIC_ALREADY_IN_MIRROR while the
+mirror prepares the topic, INVALID_REQUEST while it is still removing it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from helpers.write_gate import Hold
 from mirrorsim.client import Admin
 from mirrorsim.client.admin_types import AclBinding, AclOperation, NewTopic, ResourceType
 from mirrorsim.coordinator.mirror_coordinator import MirrorCoordinator
+from mirrorsim.protocol.errors import ErrorCode
 
 TOPIC = "orders"
 RECORDS = 4
@@ -94,6 +97,8 @@ async def test_state_gauges_and_sync_errors_follow_real_failures(
             message="PREPARING, held by the refused LastMirroredEpochs",
         )
         assert await promtool_problems(port) == ""
+        retried = await admin.add_topics_to_mirror(MIRROR, [TOPIC])
+        assert retried[TOPIC].code == ErrorCode.TOPIC_ALREADY_IN_MIRROR
 
         hold = Hold()
         stopping_sequence = MirrorCoordinator._stop
@@ -106,6 +111,8 @@ async def test_state_gauges_and_sync_errors_follow_real_failures(
         (await admin.remove_topics_from_mirror(MIRROR, [TOPIC])).all()
         await wait_for(lambda: hold.arrivals == 1, timeout=30, message="STOPPING held")
         assert gauges(await scraped()) == only("stopping")
+        while_removing = await admin.add_topics_to_mirror(MIRROR, [TOPIC])
+        assert while_removing[TOPIC].code == ErrorCode.INVALID_REQUEST
         assert await promtool_problems(port) == ""
         hold.release.set()
         await wait_for(
