@@ -20,8 +20,6 @@ from mirrorsim.broker.metadata import change_counter, schema
 
 Migration = Callable[[Connection], None]
 
-_ADVISORY_LOCK_KEY = 0x6D6972726F72  # "mirror"
-
 
 def _create_initial_tables(conn: Connection) -> None:
     schema.metadata.create_all(conn, checkfirst=True)
@@ -92,19 +90,11 @@ def current_version(conn: Connection) -> int:
     return 0 if latest is None else int(latest[0])
 
 
-def serialize_writers(conn: Connection) -> None:
-    """Make this transaction the only writer of cluster-wide rows until it ends.
-
-    SQLite transactions already take the write lock at BEGIN; PostgreSQL needs an advisory
-    lock, or two first openers could each see no row and insert two different ones.
-    """
-    if conn.dialect.name == "postgresql":
-        conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _ADVISORY_LOCK_KEY})
-
-
 def migrate(conn: Connection, migrations: list[Migration] = MIGRATIONS) -> int:
-    """Apply the pending migrations in the caller's transaction; returns the new version."""
-    serialize_writers(conn)
+    """Apply the pending migrations in the caller's transaction; returns the new version.
+
+    The store's transactions run one at a time (``store.create_store_engine``), so two
+    first openers cannot both apply a migration."""
     version = current_version(conn)
     for target, migration in enumerate(migrations[version:], start=version + 1):
         migration(conn)

@@ -18,7 +18,6 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.migrations import serialize_writers
 from mirrorsim.broker.metadata.store import MetadataStore
 
 
@@ -41,7 +40,6 @@ class MirrorSourceClusters:
         """
         table = schema.mirror_source_clusters
         with self._engine.begin() as conn:
-            serialize_writers(conn)
             row = conn.execute(select(table.c.cluster_id).where(table.c.mirror == mirror)).first()
             if row is not None:
                 return str(row.cluster_id)

@@ -6,6 +6,12 @@ is cheap next to a SQLite fsync or a PostgreSQL round trip, and it keeps this mo
 of an async driver. SQLite runs in WAL mode with a busy timeout and takes the write lock
 at ``BEGIN`` (``BEGIN IMMEDIATE``), so several broker processes can share one file
 without the lock-upgrade deadlocks that deferred transactions get.
+
+PostgreSQL gets the same one-at-a-time transactions: each begins by taking one advisory
+lock. Its default READ COMMITTED isolation alone would let a commit land between two
+statements of one transaction, so a snapshot (partitions read, then topics and configs)
+could pair one moment's leaders with another's configs, and a compare-and-set of a topic's
+configs could overwrite the change it was meant to detect. SQLite never allows either.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from sqlalchemy.exc import DBAPIError
 from mirrorsim.broker.metadata import change_counter, schema
 from mirrorsim.broker.metadata.features import FinalizedFeatures
 from mirrorsim.broker.metadata.ids import new_cluster_id
-from mirrorsim.broker.metadata.migrations import migrate, serialize_writers
+from mirrorsim.broker.metadata.migrations import migrate
 from mirrorsim.broker.metadata.models import (
     BrokerRegistration,
     MirrorRecord,
@@ -60,6 +66,8 @@ from mirrorsim.protocol.acl import (
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 WAL_SWITCH_RETRY_S = 0.01
+TRANSACTION_LOCK_KEY = 0x6D6972726F72
+"""The advisory lock every PostgreSQL transaction takes (the bytes of "mirror")."""
 CLUSTER_DEFAULT = ""
 """The ``broker`` key of cluster-wide dynamic broker configs (Kafka's default entity)."""
 
@@ -125,9 +133,22 @@ def _enable_wal(cursor: sqlite3.Cursor) -> None:
             time.sleep(WAL_SWITCH_RETRY_S)
 
 
+def _postgresql_engine(url: str) -> Engine:
+    engine = create_engine(url, pool_pre_ping=True)
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({TRANSACTION_LOCK_KEY})")
+
+    return engine
+
+
 def create_store_engine(url: str) -> Engine:
-    if make_url(url).get_backend_name() == "sqlite":
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
         return _sqlite_engine(url)
+    if backend == "postgresql":
+        return _postgresql_engine(url)
     return create_engine(url, pool_pre_ping=True)
 
 
@@ -193,7 +214,6 @@ class MetadataStore:
     def ensure_cluster_id(self, proposed: str | None = None) -> str:
         """The cluster id, created from ``proposed`` (or at random) by the first caller."""
         with self._tx() as conn:
-            serialize_writers(conn)
             row = conn.execute(select(schema.cluster.c.cluster_id)).first()
             if row is not None:
                 return str(row[0])
@@ -214,7 +234,6 @@ class MetadataStore:
         """
         now = _now_ms()
         with self._tx() as conn:
-            serialize_writers(conn)
             values = {
                 "host": host,
                 "port": port,
@@ -512,7 +531,6 @@ class MetadataStore:
         An exception from ``change`` leaves the store untouched."""
         table = schema.finalized_features
         with self._tx() as conn:
-            serialize_writers(conn)
             current = self._load_finalized_features(conn)
             levels = change(current)
             if not levels:
@@ -625,7 +643,6 @@ class MetadataStore:
         """Replace a mirror's configs by ``change(current)`` in one transaction, so two
         concurrent alters cannot lose each other's keys; returns the new configs."""
         with self._tx() as conn:
-            serialize_writers(conn)
             row = conn.execute(
                 select(schema.mirrors.c.configs).where(schema.mirrors.c.name == name)
             ).first()

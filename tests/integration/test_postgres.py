@@ -10,24 +10,36 @@ root, the server runs as the ``postgres`` user (PostgreSQL refuses to run as roo
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pwd
+import re
 import shutil
 import subprocess
 import tempfile
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from helpers import metadata_store_suite
-from sqlalchemy import create_engine, text
+from sqlalchemy import Engine, create_engine, event, text, update
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
+from mirrorsim.broker.metadata import (
+    MetadataStore,
+    PartitionAssignment,
+    TopicRecord,
+    change_counter,
+    schema,
+)
 from mirrorsim.client.admin import Admin
 from mirrorsim.client.admin_types import NewTopic
+from mirrorsim.drills.polling import wait_until_blocking
 
 pytestmark = pytest.mark.postgres
 
@@ -182,3 +194,60 @@ def test_the_server_listens_only_on_loopback(postgres_server: PostgresServer) ->
         assert conn.execute(text("SHOW listen_addresses")).scalar() == "127.0.0.1"
         assert conn.execute(text("SHOW server_version_num")).scalar() >= "150000"
     engine.dispose()
+
+
+def _writer_waits_for_the_lock(observer: Engine) -> bool:
+    with observer.connect() as conn:
+        waiting = conn.execute(
+            text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
+        ).scalar_one()
+    return bool(waiting)
+
+
+def test_a_transaction_sees_one_moment_of_the_store(url: str) -> None:
+    """A commit cannot land between two statements of a store transaction, as on SQLite.
+
+    A snapshot reads the partitions, then the topics and their configs. A writer changing
+    both commits right between those two reads (or, with the store's lock, waits for the
+    snapshot to end): the snapshot shows the write in both or in neither, never the old
+    leader epochs with the new configs."""
+    store, writer = MetadataStore.open(url), MetadataStore.open(url)
+    store.create_topic(
+        TopicRecord(
+            name="orders",
+            topic_id=uuid.uuid4(),
+            configs={"retention.ms": "1000"},
+            partitions=(PartitionAssignment(0, (1,), leader=1, leader_epoch=0, isr=(1,)),),
+        )
+    )
+    observer = create_engine(url)
+
+    def write_both() -> None:
+        with writer.engine.begin() as conn:
+            conn.execute(update(schema.partitions).values(leader_epoch=7))
+            conn.execute(update(schema.topics).values(configs=json.dumps({"retention.ms": "2"})))
+            change_counter.bump(conn)
+
+    thread = threading.Thread(target=write_both)
+
+    def between_the_reads(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if thread.ident is None and re.search(r"\bFROM topics\b", statement):
+            thread.start()
+            wait_until_blocking(
+                lambda: not thread.is_alive() or _writer_waits_for_the_lock(observer),
+                30,
+                "the writer to commit or to wait for the lock",
+            )
+
+    event.listen(store.engine, "before_cursor_execute", between_the_reads)
+    try:
+        topic = store.snapshot().topics["orders"]
+    finally:
+        event.remove(store.engine, "before_cursor_execute", between_the_reads)
+        thread.join(30)
+    seen = (topic.partitions[0].leader_epoch, topic.configs["retention.ms"])
+    assert seen in ((0, "1000"), (7, "2")), f"a snapshot mixing two moments: {seen}"
+    after = store.snapshot().topics["orders"]
+    assert (after.partitions[0].leader_epoch, after.configs["retention.ms"]) == (7, "2")
+    for engine in (store.engine, writer.engine, observer):
+        engine.dispose()
