@@ -38,6 +38,7 @@ from mirrorsim.drills.chaos.journal import (
 )
 from mirrorsim.drills.chaos.load import CLIENT_CONFIG, produce_once
 from mirrorsim.drills.chaos.observe import (
+    OFFLINE,
     PARTITION,
     UNANSWERED,
     batch_digests,
@@ -111,6 +112,29 @@ async def _state_or_none(cluster: DrillCluster, topic: str) -> str | None:
     return UNANSWERED
 
 
+async def _state_once_led(cluster: DrillCluster, topic: str) -> str | None:
+    """The mirror state right after a write; while the partition has no leader (OFFLINE:
+    its only replica's broker was fenced for a missed heartbeat, say), asked again until
+    it has one, since only a leader tells whether a mirror holds it. Still leaderless
+    after ``SETTLE_S``: ``UNANSWERED``, and the offsets-based checks judge the write."""
+    state = await _state_or_none(cluster, topic)
+    if state != OFFLINE:
+        return state
+    try:
+        (led,) = await wait_until(
+            lambda: _led_state(cluster, topic), SETTLE_S, f"a leader for {topic}"
+        )
+    except DrillTimeout:
+        return UNANSWERED
+    return led
+
+
+async def _led_state(cluster: DrillCluster, topic: str) -> tuple[str | None] | None:
+    """``(state,)`` once the partition has a leader (a tuple, so None is an answer)."""
+    state = await _state_or_none(cluster, topic)
+    return None if state == OFFLINE else (state,)
+
+
 async def _acknowledge(
     ctx: DrillContext, entry: ChaosJournal, client: ClusterClient, cluster: str, topic: str, n: int
 ) -> bool:
@@ -121,7 +145,7 @@ async def _acknowledge(
     if outcome.offset is None:
         entry.refused += 1
         return False
-    state = await _state_or_none(ctx.cluster(cluster), topic)
+    state = await _state_once_led(ctx.cluster(cluster), topic)
     entry.acks.append(
         AckedWrite(entry.step, cluster, topic, PARTITION, outcome.offset, tuple(values), state)
     )

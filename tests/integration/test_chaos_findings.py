@@ -3,8 +3,16 @@ once ended in an error or a false verdict, and must now end in a clean one."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.drills.chaos.explorer import Explorer
+from mirrorsim.drills.chaos.observe import OFFLINE
 from mirrorsim.drills.chaos.schedule import Schedule
+from mirrorsim.drills.chaos.steps import _state_once_led, _state_or_none
+from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.scenario import Step
 
 SETUP = ("chaos_setup", {"source": "a", "destination": "b"})
@@ -108,3 +116,35 @@ async def test_restarting_the_broker_a_partial_outage_took_down_is_skipped() -> 
         outcome = await explorer.run(schedule)
     assert outcome.error is None
     assert outcome.violations == []
+
+
+async def _leader(cluster: DrillCluster, topic: str) -> int | None:
+    async with Admin(bootstrap=cluster.bootstrap) as admin:
+        metadata = await admin.cluster.refresh_metadata([topic])
+    info = metadata.topics.get(topic)
+    partition = None if info is None else info.partitions.get(0)
+    return None if partition is None or partition.leader_id < 0 else partition.leader_id
+
+
+async def test_a_write_whose_partition_lost_its_leader_is_judged_once_it_has_one_again(
+    wait_for: Any,
+) -> None:
+    """Seed 5, schedule 112 reported "produce acknowledged at 8 in OFFLINE" on the
+    source, where no mirror ever held the topic: right after the write, the partition's
+    only replica was without leadership (its broker fenced for a missed heartbeat, say),
+    and the check took "cannot tell" for "read-only". The state is now asked again until
+    the partition has a leader."""
+    async with Explorer() as explorer:
+        cluster = explorer.clusters["a"]
+        async with Admin(bootstrap=cluster.bootstrap) as admin:
+            (await admin.create_topics([NewTopic("led-again", 1, 1)])).all()
+        leader = await wait_for(lambda: _leader(cluster, "led-again"), 20, "a leader")
+        await cluster.kill_broker(leader)
+
+        async def offline() -> bool:
+            return await _state_or_none(cluster, "led-again") == OFFLINE
+
+        await wait_for(offline, 20, "the partition without a leader")
+        judged = asyncio.create_task(_state_once_led(cluster, "led-again"))
+        await cluster.start_broker(leader)
+        assert await judged is None
