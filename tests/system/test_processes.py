@@ -66,9 +66,8 @@ async def test_supervisor_restarts_a_crashed_broker(
     assert await live_broker_ids(cluster) == {1}
 
 
-async def test_up_processes_prints_ready_and_stops_on_sigterm(
-    tmp_path: Path, free_port: Callable[[], int]
-) -> None:
+def up_two_broker_processes(tmp_path: Path) -> subprocess.Popen[str]:
+    """``mirrorsim up --processes`` of one two-broker cluster, its output piped."""
     config = tmp_path / "mirrorsim.toml"
     config.write_text(
         f"""
@@ -87,7 +86,13 @@ data_dir = "{tmp_path / "primary"}"
         str(config),
         "--processes",
     ]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+async def test_up_processes_prints_ready_and_stops_on_sigterm(
+    tmp_path: Path, free_port: Callable[[], int]
+) -> None:
+    proc = up_two_broker_processes(tmp_path)
     try:
         assert proc.stdout is not None
         ready = await asyncio.to_thread(proc.stdout.readline)
@@ -125,25 +130,7 @@ def running(pid: int) -> bool:
 
 
 async def test_brokers_stop_when_their_supervisor_is_killed(tmp_path: Path, wait_for: Any) -> None:
-    config = tmp_path / "mirrorsim.toml"
-    config.write_text(
-        f"""
-[cluster.primary]
-brokers = 2
-port = 0
-data_dir = "{tmp_path / "primary"}"
-"""
-    )
-    command = [
-        sys.executable,
-        "-c",
-        "from mirrorsim.cli.main import cli; cli()",
-        "up",
-        "--config",
-        str(config),
-        "--processes",
-    ]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = up_two_broker_processes(tmp_path)
     brokers: set[int] = set()
     try:
         assert proc.stdout is not None
