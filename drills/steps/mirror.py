@@ -20,6 +20,7 @@ from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import Ack, DrillContext, MirrorLink
 from mirrorsim.drills.polling import wait_until
 from mirrorsim.drills.steps.topics import partition_offsets
+from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import RawBatch
 
 
@@ -81,11 +82,22 @@ async def create_mirror(
 async def add_topics(
     ctx: DrillContext, cluster: str, mirror: str, topics: list[str], timeout: float = 30.0
 ) -> None:
-    """Retried: a broker that has not yet seen the new mirror closes the connection."""
+    """Retried until every topic is in the mirror: a broker that has not yet seen the new
+    mirror refuses, and an attempt that timed out on a loaded machine may have added its
+    topics all the same, so a retry's TOPIC_ALREADY_IN_MIRROR counts as added once
+    DescribeMirrors lists the topic in this mirror (not in another)."""
+    pending = list(topics)
 
     async def added() -> bool:
         async with ctx.cluster(cluster).admin() as admin:
-            (await admin.add_topics_to_mirror(mirror, topics)).all()
+            refused = (await admin.add_topics_to_mirror(mirror, pending)).failed
+            if any(e.code == ErrorCode.TOPIC_ALREADY_IN_MIRROR for e in refused.values()):
+                described = await admin.describe_mirrors([mirror])
+                here = {p.topic for m in described.values() for p in m.partitions}
+                refused = {t: e for t, e in refused.items() if t not in here}
+        pending[:] = list(refused)
+        if refused:
+            raise next(iter(refused.values()))
         return True
 
     await wait_until(added, timeout, f"topics added to {mirror} on {cluster}")

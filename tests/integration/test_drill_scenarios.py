@@ -185,3 +185,30 @@ async def test_disaster_failover_kills_broker_processes_with_sigkill(tmp_path: P
     results = report["results"]
     assert results["records_lost"] == results["rpo_records"]
     assert 0 < results["failback_bytes"] < results["full_log_bytes"]
+
+
+async def test_adding_topics_again_counts_those_already_in_the_mirror_as_added(
+    tmp_path: Path,
+) -> None:
+    """An add whose answer was lost (a timeout on a loaded machine) may have added its
+    topics: its retry gets TOPIC_ALREADY_IN_MIRROR. The step used to retry that until its
+    30 s ran out (a topology drill failed so); a topic DescribeMirrors lists in this mirror
+    now counts as added, while one held by another mirror still fails the step."""
+    fast = {"mirror.metadata.refresh.interval.ms": 300, "mirror.topic.replication.factor": 1}
+    document = {
+        "name": "add-twice",
+        "description": "the same topics added to a mirror twice, then to another mirror",
+        "clusters": [{"name": "a", "configs": fast}, {"name": "b", "configs": fast}],
+        "steps": [
+            {"start_clusters": {}},
+            {"create_topics": {"cluster": "a", "topics": [{"name": "orders", "partitions": 1}]}},
+            {"create_mirror": {"cluster": "b", "mirror": "m", "source": "a", "topics": ["orders"]}},
+            {"add_topics": {"cluster": "b", "mirror": "m", "topics": ["orders"], "timeout": 5}},
+            {"create_mirror": {"cluster": "b", "mirror": "other", "source": "a"}},
+            {"add_topics": {"cluster": "b", "mirror": "other", "topics": ["orders"], "timeout": 2}},
+        ],
+    }
+    result = await run_drill(parse_scenario(document), tmp_path / "report", work_dir=tmp_path)
+    assert result.error is not None
+    assert result.error.startswith("step 6 (add_topics) failed"), result.error
+    assert "TOPIC_ALREADY_IN_MIRROR" in result.error
