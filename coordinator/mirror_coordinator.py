@@ -171,10 +171,17 @@ class MirrorCoordinator:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def stop(self) -> None:
+        """Cancel every reconcile loop, again and again until each has ended: before
+        Python 3.12 ``asyncio.wait_for`` can swallow a cancellation that lands as its
+        inner call completes, and a loop that lost its cancellation would retry its
+        partition for ever and hold the broker's stop (found by the chaos soak)."""
         self._stopped = True
         tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
+        pending = set(tasks)
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=RETRY_BACKOFF_S)
         await asyncio.gather(*tasks, return_exceptions=True)
         await self.leader_epochs.close()
         await self.last_mirrored_epochs.close()
@@ -263,10 +270,10 @@ class MirrorCoordinator:
     # -- the reconcile loop --------------------------------------------------------------
 
     async def _reconcile(self, key: Key) -> None:
-        while key in self._dirty:
+        while key in self._dirty and not self._stopped:
             self._dirty.discard(key)
             try:
-                while await self._step(key):
+                while not self._stopped and await self._step(key):
                     pass
             except _SOURCE_TROUBLE as exc:
                 log.warning("mirror partition %s-%d: %r; retrying", *key, exc)
