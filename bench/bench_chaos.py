@@ -151,7 +151,7 @@ def main() -> None:
         args.broker_log,
         args.processes,
     )
-    name = "chaos-processes" if args.processes else "chaos"
+    results_name = "chaos-processes" if args.processes else "chaos"
     write_report(result, args.report)
     first: dict[str, int] = {}
     per_invariant: collections.Counter[str] = collections.Counter()
@@ -174,9 +174,10 @@ def main() -> None:
         "machine": platform.machine(),
     }
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / f"{name}.json").write_text(json.dumps(document, indent=2) + "\n")
+    (RESULTS_DIR / f"{results_name}.json").write_text(json.dumps(document, indent=2) + "\n")
     lines = [
-        f"# {name} soak: {document['schedules']} schedules of {args.steps} steps, seed {args.seed}",
+        f"# {results_name} soak: {document['schedules']} schedules of {args.steps} steps, "
+        f"seed {args.seed}",
         "",
         "| measure | value |",
         "|---|---|",
@@ -194,7 +195,7 @@ def main() -> None:
         ),
         "",
     ]
-    (RESULTS_DIR / f"{name}.md").write_text("\n".join(lines))
+    (RESULTS_DIR / f"{results_name}.md").write_text("\n".join(lines))
     print("\n".join(lines))
 
 
