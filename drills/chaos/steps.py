@@ -117,9 +117,6 @@ async def _state_once_led(cluster: DrillCluster, topic: str) -> str | None:
     its only replica's broker was fenced for a missed heartbeat, say), asked again until
     it has one, since only a leader tells whether a mirror holds it. Still leaderless
     after ``SETTLE_S``: ``UNANSWERED``, and the offsets-based checks judge the write."""
-    state = await _state_or_none(cluster, topic)
-    if state != OFFLINE:
-        return state
     try:
         (led,) = await wait_until(
             lambda: _led_state(cluster, topic), SETTLE_S, f"a leader for {topic}"
