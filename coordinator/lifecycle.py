@@ -10,8 +10,9 @@ and its Errors table; per-topic failures are returned, request-wide ones raised.
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,10 +180,9 @@ class MirrorLifecycle:
                     ErrorCode.MIRROR_NOT_EMPTY, f"Topic {topic} of mirror {name} is still stopping"
                 )
         for topic in sorted(topics):
-            configs = dict(self._broker.snapshot.topics[topic].configs)
-            configs.pop(MIRROR_NAME, None)
-            configs.pop(MIRROR_STOP_REASON, None)
-            await self._broker.controller.set_topic_configs(topic, configs)
+            await self._broker.controller.update_topic_configs(
+                topic, lambda current: _untagged(current, name)
+            )
         await self._coordinator.states.delete_mirror(name, set(topics))
         await asyncio.to_thread(self._broker.store.delete_mirror, name)
         await self._coordinator.sources.close(name)
@@ -295,9 +295,8 @@ class MirrorLifecycle:
                     f"Topic {name} has id {topic.topic_id} here but {info.topic_id} on the source",
                 )
                 continue
-            kept = {k: v for k, v in topic.configs.items() if k != MIRROR_STOP_REASON}
-            tagged[name] = {**kept, **configs.get(name, {}), MIRROR_NAME: mirror}
-        tagging = await self._broker.controller.set_configs_of_topics(tagged)
+            tagged[name] = functools.partial(_tagged, copied=configs.get(name, {}), mirror=mirror)
+        tagging = await self._broker.controller.update_configs_of_topics(tagged)
         results.update(tagging)
         retagged = {
             name: existing[name]
@@ -542,11 +541,40 @@ class MirrorLifecycle:
                 value = new_value(mirror, current.intent)
                 if target is not None:
                     await self._require_partitions_settle(mirror, topic, value, target)
-                await self._broker.controller.set_topic_configs(
-                    name, {**topic.configs, MIRROR_NAME: value}
+                await self._broker.controller.update_topic_configs(
+                    name, functools.partial(_retagged, mirror=mirror, new_value=new_value)
                 )
             except KafkaError as exc:
                 results[name] = exc
             else:
                 results[name] = None
         return results
+
+
+def _untagged(configs: dict[str, str], mirror: str) -> dict[str, str]:
+    """A deleted mirror's topic as a plain topic: without ``mirror.name`` and the stop
+    reason, and every other override kept as stored (unless the topic went to another
+    mirror meanwhile)."""
+    if parse_mirror_name(configs.get(MIRROR_NAME)).mirror != mirror:
+        return configs
+    return {k: v for k, v in configs.items() if k not in (MIRROR_NAME, MIRROR_STOP_REASON)}
+
+
+def _tagged(configs: dict[str, str], *, copied: Mapping[str, str], mirror: str) -> dict[str, str]:
+    """An added topic: its stored overrides, the source's copied over them, and the tag;
+    a stop reason from an earlier mirroring goes."""
+    kept = {k: v for k, v in configs.items() if k != MIRROR_STOP_REASON}
+    return {**kept, **copied, MIRROR_NAME: mirror}
+
+
+def _retagged(
+    configs: dict[str, str], *, mirror: str, new_value: Callable[[str, MirrorNameIntent], str]
+) -> dict[str, str]:
+    """``mirror.name`` moved on from the stored intent (remove, pause, resume); refused as
+    the snapshot's check refuses if the topic left the mirror since."""
+    current = parse_mirror_name(configs.get(MIRROR_NAME))
+    if current.mirror is None:
+        raise KafkaError(ErrorCode.UNKNOWN_MIRROR)
+    if current.mirror != mirror:
+        raise KafkaError(ErrorCode.TOPIC_NOT_IN_MIRROR)
+    return {**configs, MIRROR_NAME: new_value(mirror, current.intent)}

@@ -52,8 +52,8 @@ class SourceDeletionStopper:
             return
         log.warning("mirror %s: stopping topic %s: %s", mirror, topic, reason.value)
         try:
-            await self._broker.controller.set_topic_configs(
-                topic, {**record.configs, MIRROR_STOP_REASON: reason.name}
+            await self._broker.controller.update_topic_configs(
+                topic, lambda current: {MIRROR_STOP_REASON: reason.name, **current}
             )
         except KafkaError as exc:
             if exc.code != ErrorCode.UNKNOWN_TOPIC_OR_PARTITION:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,7 @@ from typing import Any
 from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.client.cluster import ClusterClient
 from mirrorsim.fetcher.fetch_session import Key
+from mirrorsim.fetcher.plan import fetcher_index
 from mirrorsim.fetcher.task import MirrorFetcherTask, MirrorPartition, MirrorSink
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 
@@ -60,11 +60,6 @@ def _retrieve(done: asyncio.Future[None]) -> None:
 
 def fetcher_client_id(broker_id: int, fetcher_id: int, mirror: str) -> str:
     return f"broker-{broker_id}-fetcher-{fetcher_id}-mirror-{mirror}"
-
-
-def fetcher_id_for(topic: str, partition: int, num_fetchers: int) -> int:
-    """Kafka's ``(31 * topic.hashCode + partition) % numFetchers``, with a stable hash."""
-    return (31 * zlib.crc32(topic.encode()) + partition) % num_fetchers
 
 
 class MirrorFetcherManager:
@@ -117,7 +112,7 @@ class MirrorFetcherManager:
         if found is None or found.leader_id < 0:
             raise LookupError(f"the source has no leader for {topic}-{partition}")
         fetcher_key = FetcherKey(
-            fetcher_id_for(topic, partition, self._num_fetchers()), found.leader_id, mirror
+            fetcher_index(topic, partition, self._num_fetchers()), found.leader_id, mirror
         )
         fetcher = await self._fetcher(fetcher_key, source)
         fetcher.add(MirrorPartition(topic, partition, topic_id, found.leader_epoch))

@@ -1,4 +1,11 @@
-"""The mirror fetcher as a plan plus a step, per partition and without I/O.
+"""Every fetcher's plan plus step, per partition and without I/O: followers and mirrors.
+
+Kafka has one ``AbstractFetcherThread`` and the replica fetcher as one user of it; here one
+plan serves both users, the follower fetcher of ``broker/replica/`` (inter-broker Fetch
+to the partition's leader) and the mirror fetcher of ``fetcher/task.py`` (consumer Fetch
+to another cluster). What differs between them is data, :class:`FetchRules`, not code:
+whether answers stop at the LSO, whether a partition can fail, and where an epoch the
+leader does not know cuts the log.
 
 A fetcher task loops: ``action = next_action(state, now_ms)``, executes it against the
 source (Fetch, OffsetForLeaderEpoch, ListOffsets) or the local log (truncate, append), and
@@ -21,11 +28,19 @@ Decisions (see docs/mirroring.md):
   source always yields LME -1, so the local log was emptied before mirroring began.
 - A batch whose leader epoch exceeds the fetch's current leader epoch (KAFKA-18723) or
   whose CRC fails makes the partition FAILED; nothing of that response is appended.
+
+Followers (:data:`FOLLOWER_RULES`) differ where Kafka's replica fetcher does: they read
+up to the leader's log end, a bad batch or an unexpected error only delays the partition
+(Kafka's ``partitionsWithError``) after the batches before it are appended, a leader log
+end below the follower's is an unclean election and cuts the follower back to it, and an
+epoch the leader cannot place cuts no lower than the high watermark, because a follower
+in the ISR holds acknowledged records up to there.
 """
 
 from __future__ import annotations
 
 import enum
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -41,6 +56,53 @@ class EpochSupport(enum.Enum):
     DIVERGING_EPOCH = "Fetch v12+ reports a diverging epoch"
     OFFSET_FOR_LEADER_EPOCH = "OffsetForLeaderEpoch v2+ answers consumers"
     NONE = "no leader epoch queries"
+
+
+class UnknownEpochCut(enum.Enum):
+    """Where a log is cut when the leader has no epoch at or below the one asked about."""
+
+    EVERYTHING = "nothing local is in the leader's history: cut to 0 and refetch"
+    TO_HIGH_WATERMARK = "keep what the ISR acknowledged: cut to the high watermark"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRules:
+    """What one kind of fetcher does differently, as Kafka's endpoint capabilities."""
+
+    name: str
+    read_committed: bool
+    """Answers are capped at the leader's LSO: a batch ending at or beyond it waits."""
+    fails: bool
+    """A bad batch, an unexpected error or a leader that lost records fails the partition
+    (it waits for an operator); otherwise the partition backs off and tries again, and a
+    leader log end below the fetch offset cuts the log back to it."""
+    unknown_epoch: UnknownEpochCut
+
+
+MIRROR_RULES = FetchRules(
+    "mirror", read_committed=True, fails=True, unknown_epoch=UnknownEpochCut.EVERYTHING
+)
+FOLLOWER_RULES = FetchRules(
+    "follower", read_committed=False, fails=False, unknown_epoch=UnknownEpochCut.TO_HIGH_WATERMARK
+)
+
+LEADERSHIP_ERRORS = frozenset(
+    {
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        ErrorCode.UNKNOWN_TOPIC_ID,
+    }
+)
+"""Errors that mean "ask the metadata who leads now" rather than "try again here"."""
+
+
+def fetcher_index(topic: str, partition: int, num_fetchers: int) -> int:
+    """Kafka's ``(31 * topic.hashCode + partition) % numFetchers``, with a stable hash, so a
+    partition keeps its fetcher across restarts and the partitions spread evenly."""
+    return (31 * zlib.crc32(topic.encode()) + partition) % num_fetchers
 
 
 class FetchPhase(enum.Enum):
@@ -67,6 +129,7 @@ class PartitionFetchState:
     pending: PendingTruncation | None = None
     delayed_until_ms: int = 0
     failure: str | None = None
+    rules: FetchRules = MIRROR_RULES
 
     @classmethod
     def initial(
@@ -76,8 +139,10 @@ class PartitionFetchState:
         latest_epoch: int | None,
         current_leader_epoch: int,
         epoch_support: EpochSupport,
+        rules: FetchRules = MIRROR_RULES,
     ) -> PartitionFetchState:
-        """A partition entering MIRRORING (after LME truncation) or a new source leader."""
+        """A partition entering MIRRORING (after LME truncation), a new source leader, or
+        a follower of a new leader epoch."""
         epoch = NO_EPOCH if latest_epoch is None else latest_epoch
         truncating = epoch != NO_EPOCH and epoch_support is EpochSupport.OFFSET_FOR_LEADER_EPOCH
         return cls(
@@ -86,6 +151,7 @@ class PartitionFetchState:
             current_leader_epoch=current_leader_epoch,
             epoch_support=epoch_support,
             phase=FetchPhase.TRUNCATING if truncating else FetchPhase.FETCHING,
+            rules=rules,
         )
 
 
@@ -171,6 +237,15 @@ def failed(state: PartitionFetchState, reason: str) -> PartitionFetchState:
     return replace(state, phase=FetchPhase.FAILED, failure=reason, pending=None)
 
 
+def _failed_or_delayed(
+    state: PartitionFetchState, reason: str, now_ms: int, backoff_ms: int
+) -> PartitionFetchState:
+    """FAILED under rules that fail; otherwise the same fetch again after a backoff."""
+    if state.rules.fails:
+        return failed(state, reason)
+    return replace(state, delayed_until_ms=now_ms + backoff_ms)
+
+
 def on_truncated(
     state: PartitionFetchState, *, log_end_offset: int, latest_epoch: int | None
 ) -> PartitionFetchState:
@@ -218,14 +293,21 @@ def _divergence(
     source_end_offset: int,
     epoch_entries: Sequence[EpochEntry],
     log_end_offset: int,
+    high_watermark: int,
 ) -> PartitionFetchState:
     local = epoch_end_offset(epoch_entries, source_epoch, log_end_offset)
+    unknown_cut = (
+        min(high_watermark, log_end_offset)
+        if state.rules.unknown_epoch is UnknownEpochCut.TO_HIGH_WATERMARK
+        else 0
+    )
     cut = replication_truncation(
         local_end_for_epoch=local,
         requested_epoch=state.last_fetched_epoch,
         source_epoch=source_epoch,
         source_end_offset=source_end_offset,
         log_end_offset=log_end_offset,
+        unknown_epoch_offset=unknown_cut,
     )
     if cut.offset >= log_end_offset and cut.complete:
         return replace(state, phase=FetchPhase.FETCHING, fetch_offset=log_end_offset)
@@ -242,6 +324,7 @@ def on_epoch_end_offset(
     log_end_offset: int,
     now_ms: int,
     backoff_ms: int,
+    high_watermark: int = 0,
 ) -> PartitionFetchState:
     """The OffsetForLeaderEpoch answer for ``state.last_fetched_epoch``."""
     if error is not ErrorCode.NONE:
@@ -252,6 +335,7 @@ def on_epoch_end_offset(
         source_end_offset=source_end_offset,
         epoch_entries=epoch_entries,
         log_end_offset=log_end_offset,
+        high_watermark=high_watermark,
     )
 
 
@@ -262,10 +346,15 @@ def on_offset_bounds(
 
     A fetch offset above the source's end means the source no longer has records this
     log copied from it (an unclean election on the source, or a different source); the
-    logs cannot be proven consistent, so the partition fails (spec: manual intervention).
+    logs cannot be proven consistent, so a mirror partition fails (spec: manual
+    intervention). A follower cuts back to its leader's end, as Kafka's does after an
+    unclean election.
     """
     if source_log_start_offset > state.fetch_offset:
         pending = PendingTruncation(source_log_start_offset, fully=True, complete=True)
+        return replace(state, pending=pending, phase=FetchPhase.FETCHING)
+    if state.fetch_offset > source_end_offset and not state.rules.fails:
+        pending = PendingTruncation(source_end_offset, fully=False, complete=True)
         return replace(state, pending=pending, phase=FetchPhase.FETCHING)
     if state.fetch_offset > source_end_offset:
         return failed(
@@ -296,31 +385,26 @@ class FetchOutcome:
     refresh_metadata: bool = False
 
 
-_LEADERSHIP_ERRORS = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.UNKNOWN_TOPIC_ID,
-    }
-)
-
-
 def _on_error(
     state: PartitionFetchState, error: ErrorCode, now_ms: int, backoff_ms: int
 ) -> PartitionFetchState:
     if error is ErrorCode.OFFSET_OUT_OF_RANGE:
         return replace(state, phase=FetchPhase.OUT_OF_RANGE)
-    if error.retriable or error in _LEADERSHIP_ERRORS:
+    if error.retriable or error in LEADERSHIP_ERRORS:
         return replace(state, delayed_until_ms=now_ms + backoff_ms)
-    return failed(state, f"source answered {error.name}")
+    return _failed_or_delayed(state, f"source answered {error.name}", now_ms, backoff_ms)
 
 
 def _select_batches(
-    state: PartitionFetchState, response: FetchedPartition
-) -> tuple[RawBatch, ...] | str:
-    """The batches to append, or why the response must fail the partition."""
+    state: PartitionFetchState, response: FetchedPartition, epoch_limit: int
+) -> tuple[tuple[RawBatch, ...], str | None]:
+    """The batches to append, and why the rest of the response is refused (if it is).
+
+    The batches are those before the first that starts below the fetch offset, fails its
+    CRC, or carries a leader epoch above ``epoch_limit`` (KAFKA-18723; a negative limit
+    is unknown and checks nothing); under read_committed rules a batch reaching the LSO
+    ends them without a problem.
+    """
     selected: list[RawBatch] = []
     expected = state.fetch_offset
     for batch in response.batches:
@@ -329,19 +413,20 @@ def _select_batches(
         if batch.base_offset < expected and not _holds_source_log_start(
             selected, batch, expected, response.log_start_offset
         ):
-            return f"batch {batch.base_offset}-{batch.last_offset} straddles offset {expected}"
-        if 0 <= response.last_stable_offset <= batch.last_offset:
+            problem = f"batch {batch.base_offset}-{batch.last_offset} straddles offset {expected}"
+            return tuple(selected), problem
+        if state.rules.read_committed and 0 <= response.last_stable_offset <= batch.last_offset:
             break
         if not batch.is_valid():
-            return f"batch at offset {batch.base_offset} fails its CRC"
-        if batch.partition_leader_epoch > state.current_leader_epoch:
-            return (
+            return tuple(selected), f"batch at offset {batch.base_offset} fails its CRC"
+        if 0 <= epoch_limit < batch.partition_leader_epoch:
+            return tuple(selected), (
                 f"batch at offset {batch.base_offset} has leader epoch "
-                f"{batch.partition_leader_epoch} above the fetch's {state.current_leader_epoch}"
+                f"{batch.partition_leader_epoch} above the fetch's {epoch_limit}"
             )
         selected.append(batch)
         expected = batch.next_offset
-    return tuple(selected)
+    return tuple(selected), None
 
 
 def _holds_source_log_start(
@@ -362,19 +447,26 @@ def on_fetch_response(
     log_end_offset: int,
     now_ms: int,
     backoff_ms: int,
+    high_watermark: int = 0,
+    epoch_limit: int | None = None,
 ) -> FetchOutcome:
     """Turn one fetched partition into batches to append and the next state.
 
     Gaps between batches (a compacted source) are kept; the executor appends with
     ``append_as_follower(batches, allow_gaps=True)`` and then raises the local log start
-    to ``source_log_start_offset`` (bounded by its high watermark).
+    to ``source_log_start_offset`` (bounded by its high watermark). ``epoch_limit`` is
+    the newest leader epoch a batch may carry, the fetch's current leader epoch unless
+    the batches carry another cluster's epochs (a follower of a mirror partition).
+
+    A refused batch fails the partition under rules that fail, and nothing is appended;
+    otherwise the batches before it are appended and the partition backs off.
     """
     if state.phase is not FetchPhase.FETCHING or state.pending is not None:
         return FetchOutcome(state)
     if response.error is not ErrorCode.NONE:
         return FetchOutcome(
             _on_error(state, response.error, now_ms, backoff_ms),
-            refresh_metadata=response.error in _LEADERSHIP_ERRORS,
+            refresh_metadata=response.error in LEADERSHIP_ERRORS,
         )
     source_start = response.log_start_offset if response.log_start_offset >= 0 else None
     if response.diverging_epoch is not None:
@@ -385,11 +477,15 @@ def on_fetch_response(
             source_end_offset=end_offset,
             epoch_entries=epoch_entries,
             log_end_offset=log_end_offset,
+            high_watermark=high_watermark,
         )
         return FetchOutcome(diverged, source_log_start_offset=source_start)
-    selected = _select_batches(state, response)
-    if isinstance(selected, str):
-        return FetchOutcome(failed(state, selected))
+    limit = state.current_leader_epoch if epoch_limit is None else epoch_limit
+    selected, problem = _select_batches(state, response, limit)
+    if problem is not None and state.rules.fails:
+        return FetchOutcome(failed(state, problem))
+    if problem is not None:
+        state = _failed_or_delayed(state, problem, now_ms, backoff_ms)
     if not selected:
         return FetchOutcome(state, source_log_start_offset=source_start)
     last = selected[-1]

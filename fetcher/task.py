@@ -35,6 +35,7 @@ from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.fetcher.fetch_session import FetchSessionHandler, Key, PartitionRequest
 from mirrorsim.fetcher.plan import (
+    LEADERSHIP_ERRORS,
     EpochSupport,
     Fail,
     Fetch,
@@ -76,17 +77,6 @@ PARTITION_MAX_BYTES = 1024 * 1024
 FETCH_MAX_BYTES = 8 * 1024 * 1024
 BACKOFF_MS = 100
 LIST_OFFSETS_TIMEOUT = datetime.timedelta(seconds=30)
-
-RELOCATE_ERRORS = frozenset(
-    {
-        ErrorCode.NOT_LEADER_OR_FOLLOWER,
-        ErrorCode.FENCED_LEADER_EPOCH,
-        ErrorCode.UNKNOWN_LEADER_EPOCH,
-        ErrorCode.LEADER_NOT_AVAILABLE,
-        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        ErrorCode.UNKNOWN_TOPIC_ID,
-    }
-)
 
 
 def _now_ms() -> int:
@@ -376,7 +366,7 @@ class MirrorFetcherTask:
         if mp is None or mp.state is None:
             return 0
         error = error_code_from_wire(data.error_code)
-        if error in RELOCATE_ERRORS:
+        if error in LEADERSHIP_ERRORS:
             self.remove(key)
             self._sink.relocate(topic, partition)
             return 0

@@ -1,5 +1,8 @@
 """Where a mirror partition's log must be cut, as pure functions of offsets and epochs.
 
+Phase 2's rule (:func:`replication_truncation`) is also every follower's: intra-cluster
+replication cuts its logs with it through ``mirrorsim.fetcher.plan``.
+
 Two-phase convergence (KIP-1279 "Log Convergence"):
 
 1. LME truncation (PREPARING): cut at the start offset of the first local epoch above the
@@ -79,6 +82,7 @@ def replication_truncation(
     source_epoch: int,
     source_end_offset: int,
     log_end_offset: int,
+    unknown_epoch_offset: int = 0,
 ) -> EpochTruncation:
     """Kafka's follower rule after OffsetForLeaderEpoch (or a fetch's diverging epoch).
 
@@ -88,13 +92,16 @@ def replication_truncation(
     ``local_end_for_epoch`` is the local cache's answer for ``source_epoch``.
 
     - source has no such epoch: everything local is beyond the source's history; cut to
-      0 (the caller then restarts at the source's log start);
+      ``unknown_epoch_offset``: 0 for a mirror (the caller then restarts at the source's
+      log start), the high watermark for a follower, which never drops what its ISR
+      acknowledged on an answer that places nothing (Kafka's
+      ``getOffsetTruncationState``);
     - source answers the requested epoch: cut at min(local end, source end); done;
     - source answers an older epoch: cut at min(local end of it, source end), not done:
       the next round asks about the epoch that is latest locally after the cut.
     """
     if source_epoch == UNDEFINED_EPOCH or source_end_offset < 0:
-        return EpochTruncation(0, complete=True)
+        return EpochTruncation(min(unknown_epoch_offset, log_end_offset), complete=True)
     local_epoch, local_end = local_end_for_epoch
     if local_epoch == UNDEFINED_EPOCH:
         return EpochTruncation(min(source_end_offset, log_end_offset), complete=True)

@@ -95,6 +95,21 @@ class _TakenNames:
             )
 
 
+ConfigChange = Callable[[dict[str, str]], Mapping[str, str]]
+"""A topic's new overrides from its current ones (may raise ``KafkaError`` to refuse)."""
+
+
+def _altered(configs: Mapping[str, str], ops: Sequence[AlterConfigOp]) -> dict[str, str]:
+    """``configs`` after IncrementalAlterConfigs ``ops``, validated; INVALID_CONFIG if not."""
+    definitions = {n: d.definition for n, d in TOPIC_CONFIGS.items() if not d.internal}
+    try:
+        updated = apply_alter_ops(configs, ops, definitions)
+        validate_topic_configs(updated, allow_internal=True)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    return dict(updated)
+
+
 class MetadataController:
     def __init__(
         self,
@@ -310,6 +325,8 @@ class MetadataController:
     async def alter_topic_configs(
         self, name: str, ops: Sequence[AlterConfigOp], *, validate_only: bool = False
     ) -> None:
+        """IncrementalAlterConfigs of one topic: the operations apply to the stored
+        overrides as they are when written, not to this broker's snapshot of them."""
         topic = self._snapshot().topics.get(name)
         if topic is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -318,15 +335,10 @@ class MetadataController:
                 ErrorCode.INVALID_CONFIG,
                 f"{MIRROR_NAME} can only be changed through the mirror APIs",
             )
-        definitions = {n: d.definition for n, d in TOPIC_CONFIGS.items() if not d.internal}
-        try:
-            updated = apply_alter_ops(topic.configs, ops, definitions)
-            validate_topic_configs(updated, allow_internal=True)
-        except ConfigError as exc:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        _altered(topic.configs, ops)
         if validate_only:
             return
-        await self.set_topic_configs(name, updated)
+        await self.update_topic_configs(name, lambda current: _altered(current, ops))
 
     async def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> None:
         """Replace a topic's overrides, internal ones included (the mirror APIs use this)."""
@@ -367,6 +379,40 @@ class MetadataController:
                     ErrorCode.INVALID_UPDATE_VERSION,
                     f"the configs of topic {name} changed since they were read",
                 )
+            else:
+                outcomes[name] = None
+        return outcomes
+
+    async def update_topic_configs(self, name: str, change: ConfigChange) -> None:
+        """Apply ``change`` to a topic's stored overrides in one store transaction; its
+        error is raised."""
+        error = (await self.update_configs_of_topics({name: change}))[name]
+        if error is not None:
+            raise error
+
+    async def update_configs_of_topics(
+        self, changes: Mapping[str, ConfigChange]
+    ) -> dict[str, KafkaError | None]:
+        """``update_topic_configs`` for many topics, then one metadata refresh. Per topic,
+        None or its error (a ``KafkaError`` the change raised, or unknown topic)."""
+        if not changes:
+            return {}
+        outcomes = await asyncio.to_thread(self._update_topic_configs, changes)
+        if any(error is None for error in outcomes.values()):
+            await self._on_change()
+        return outcomes
+
+    def _update_topic_configs(
+        self, changes: Mapping[str, ConfigChange]
+    ) -> dict[str, KafkaError | None]:
+        outcomes: dict[str, KafkaError | None] = {}
+        for name, change in changes.items():
+            try:
+                self._store.update_topic_configs(name, change)
+            except UnknownTopicError:
+                outcomes[name] = KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            except KafkaError as exc:
+                outcomes[name] = exc
             else:
                 outcomes[name] = None
         return outcomes

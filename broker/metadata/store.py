@@ -403,6 +403,35 @@ class MetadataStore:
                 raise UnknownTopicError(name)
             change_counter.bump(conn)
 
+    def update_topic_configs(
+        self, name: str, change: Callable[[dict[str, str]], Mapping[str, str]]
+    ) -> None:
+        """Read a topic's overrides, apply ``change`` and write the result, in one
+        transaction.
+
+        Transactions run one at a time (module docstring), so a change made in between
+        cannot be lost, as it is when a writer computes the new map from its metadata
+        snapshot: a broker whose snapshot predates a ``retention.ms`` set through another
+        broker would write the old value back with its own change. ``change`` may raise
+        to leave the overrides as they are.
+        """
+        with self._tx() as conn:
+            stored = conn.execute(
+                select(schema.topics.c.configs).where(schema.topics.c.name == name)
+            ).scalar_one_or_none()
+            if stored is None:
+                raise UnknownTopicError(name)
+            current = json.loads(stored)
+            updated = dict(change(dict(current)))
+            if updated == current:
+                return
+            conn.execute(
+                update(schema.topics)
+                .where(schema.topics.c.name == name)
+                .values(configs=json.dumps(updated, sort_keys=True))
+            )
+            change_counter.bump(conn)
+
     def topics(self, names: Iterable[str] | None = None) -> dict[str, TopicRecord]:
         """Topics by name; all of them when ``names`` is None. Unknown names are absent."""
         with self._tx() as conn:

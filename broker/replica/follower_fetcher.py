@@ -2,44 +2,70 @@
 
 Theory of operation (Kafka's ``ReplicaFetcherManager`` / ``ReplicaFetcherThread``): a
 follower partition is handed to the fetcher of its leader broker and fetcher index
-(``hash(topic, partition) % num.replica.fetchers``), so partitions led by one broker share
-a few connections and one Fetch carries many partitions. Each round of a fetcher is
-``truncate; fetch``:
+(``fetcher_index``, the mirror fetchers' formula), so partitions led by one broker share
+a few connections and one Fetch carries many partitions.
 
-- truncation happens on the fetch path (Fetch v12+): the follower sends its log end offset
-  and the epoch of its last batch; a leader whose log diverges answers ``diverging_epoch``
-  and the follower truncates (``truncation_offset``) and fetches again. A leader older
-  than v12 is asked OffsetForLeaderEpoch first, as Kafka did before KIP-595.
-- records are appended unchanged (``append_as_follower``) after KAFKA-18723's check that
-  no batch carries an epoch newer than the one the request was made in; for a mirror
-  partition the batches carry the source cluster's epochs, so the check uses the
-  ``MirrorLeaderEpoch`` (Fetch v19) instead: the request names the latest epoch of the
-  leader's log the follower knows, the leader fences it as it fences CurrentLeaderEpoch,
-  and the follower adopts the one a fencing error or a response reports.
-- the follower's high watermark follows the leader's (capped at its own log end).
-- fencing and not-leader errors park the partition until the metadata names a new leader
-  (``replica.fetch.backoff.ms``); the whole fetcher backs off when the leader is down.
+Every decision is the shared fetcher plan's (``mirrorsim.fetcher.plan`` under
+``FOLLOWER_RULES``), the one the mirror fetchers run under ``MIRROR_RULES``: each round
+asks every partition for its next action, executes it against the leader (through a
+:class:`~mirrorsim.broker.replica.leader_endpoint.LeaderEndpoint`) or the local log, and
+feeds the answer back. So truncation on a diverging epoch (Fetch v12+) or after
+OffsetForLeaderEpoch (older leaders, as Kafka before KIP-595), KAFKA-18723's check that no
+batch carries an epoch newer than the request's, the CRC check, retention and unclean
+elections (OFFSET_OUT_OF_RANGE) follow one set of rules for both kinds of fetcher.
+
+What is the follower's own:
+
+- records are appended unchanged (``append_follower_records``), and the follower's high
+  watermark follows the leader's (capped at its own log end);
+- for a mirror partition the batches carry the source cluster's epochs, so the batch
+  check uses the ``MirrorLeaderEpoch`` (Fetch v19) instead of the leader epoch: the
+  request names the latest epoch of the leader's log the follower knows, the leader
+  fences it as it fences CurrentLeaderEpoch, and the follower adopts the one a fencing
+  error or a response reports;
+- leadership errors park the partition until the metadata names a new leader
+  (``replica.fetch.backoff.ms``), and the whole fetcher backs off when the leader is down.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime
 import logging
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mirrorsim.broker.config import MIRROR_NAME
+from mirrorsim.broker.replica.leader_endpoint import (
+    EpochQuery,
+    FetchLimits,
+    FollowerAnswer,
+    FollowerFetch,
+    LeaderEndpoint,
+    WireLeaderEndpoint,
+)
 from mirrorsim.client.config import ClientConfig
-from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
-from mirrorsim.protocol.builder import build_request
+from mirrorsim.fetcher.plan import (
+    FOLLOWER_RULES,
+    EpochSupport,
+    Fetch,
+    PartitionFetchState,
+    QueryEpochEndOffset,
+    QueryOffsetBounds,
+    Truncate,
+    TruncateFullyAndStartAt,
+    Wait,
+    fetcher_index,
+    next_action,
+    on_epoch_end_offset,
+    on_fetch_response,
+    on_offset_bounds,
+    on_truncated,
+)
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
-from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
 
 if TYPE_CHECKING:
     from mirrorsim.broker.replica.manager import ReplicaManager
@@ -47,16 +73,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
-LIST_OFFSETS_KEY = 2
-OFFSET_FOR_LEADER_EPOCH_KEY = 23
-DIVERGING_EPOCH_VERSION = 12
-TOPIC_IDS_VERSION = 13
-FETCH_VERSIONS = range(4, 20)
-LIST_OFFSETS_VERSIONS = range(1, 9)
-OFFSET_FOR_LEADER_EPOCH_VERSIONS = range(2, 5)
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
 UNDEFINED_EPOCH = -1
 
 Endpoint = tuple[str, int]
@@ -85,54 +101,40 @@ class FetcherConfig:
             backoff_ms=int(config("replica.fetch.backoff.ms")),
         )
 
-
-def truncation_offset(
-    leader_epoch: int,
-    leader_end_offset: int,
-    follower_epoch_end: tuple[int, int],
-    log_end_offset: int,
-    high_watermark: int,
-) -> tuple[int, bool]:
-    """Where a follower cuts its log, and whether truncation is complete (Kafka's rule).
-
-    ``(leader_epoch, leader_end_offset)`` is the leader's answer for the follower's last
-    epoch; ``follower_epoch_end`` is the follower's own ``end_offset_for_epoch`` of that
-    leader epoch. If the follower does not know the leader's epoch, it cuts at the end of
-    its largest smaller epoch and asks again; otherwise at the smaller of the two ends of
-    that epoch (both logs agree up to there).
-    """
-    if leader_epoch == UNDEFINED_EPOCH:
-        return min(high_watermark, log_end_offset), True
-    follower_epoch, follower_end = follower_epoch_end
-    if follower_epoch != leader_epoch:
-        return min(follower_end, log_end_offset), False
-    return min(follower_end, leader_end_offset, log_end_offset), True
+    @property
+    def limits(self) -> FetchLimits:
+        return FetchLimits(
+            partition_max_bytes=self.fetch_max_bytes,
+            response_max_bytes=self.response_max_bytes,
+            wait_max_ms=self.wait_max_ms,
+            min_bytes=self.min_bytes,
+        )
 
 
-def fetcher_index(topic: str, partition: int, num_fetchers: int) -> int:
-    """A stable spread of partitions over a leader's fetchers."""
-    return (zlib.crc32(topic.encode()) * 31 + partition) % num_fetchers
-
-
-def batches_within_epoch(batches: list[RawBatch], max_epoch: int) -> list[RawBatch]:
-    """KAFKA-18723: keep batches up to the first one from an epoch newer than ``max_epoch``."""
-    if max_epoch < 0:
-        return batches
-    kept: list[RawBatch] = []
-    for batch in batches:
-        if batch.partition_leader_epoch > max_epoch:
-            break
-        kept.append(batch)
-    return kept
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
 
 
 @dataclass(slots=True)
 class FollowerState:
-    """What one fetcher tracks for one follower partition."""
+    """What one fetcher tracks for one follower partition: the plan's state (None until
+    a round places it), the mirror leader epoch last learned, and the fetcher's backoff."""
 
-    delayed_until: float = 0.0
+    fetch: PartitionFetchState | None = None
     mirror_leader_epoch: int = UNDEFINED_EPOCH
-    needs_epoch_truncation: bool = True
+    delayed_until_ms: int = 0
+
+    def ready(self, now_ms: int) -> bool:
+        plan_delay = self.fetch.delayed_until_ms if self.fetch is not None else 0
+        return max(self.delayed_until_ms, plan_delay) <= now_ms
+
+    def due_ms(self) -> int:
+        plan_delay = self.fetch.delayed_until_ms if self.fetch is not None else 0
+        return max(self.delayed_until_ms, plan_delay)
+
+
+LeaderEndpointFactory = Callable[[int, int], LeaderEndpoint]
+"""(leader broker id, fetcher index) → the endpoint that fetcher talks to."""
 
 
 class ReplicaFetcherManager:
@@ -147,10 +149,12 @@ class ReplicaFetcherManager:
         config: FetcherConfig,
         security: ClientConfig,
         broker_epoch: Callable[[], int] = lambda: UNDEFINED_EPOCH,
+        leader_endpoint: LeaderEndpointFactory | None = None,
     ) -> None:
         """``security``: the inter-broker client settings (protocol, SASL, TLS);
         ``broker_epoch``: this incarnation's, sent in every Fetch so that a leader can
-        refuse an incarnation the controller has fenced."""
+        refuse an incarnation the controller has fenced; ``leader_endpoint``: how a
+        fetcher reaches its leader, over the wire unless a test says otherwise."""
         self.broker_id = broker_id
         self.broker_epoch = broker_epoch
         self._replicas = replica_manager
@@ -161,6 +165,19 @@ class ReplicaFetcherManager:
         self._assigned: dict[PartitionKey, tuple[int, int]] = {}
         self._retiring: set[asyncio.Task[None]] = set()
         self._stopped = False
+        self._leader_endpoint = leader_endpoint or self._wire_endpoint
+
+    def _wire_endpoint(self, leader_id: int, index: int) -> LeaderEndpoint:
+        return WireLeaderEndpoint(
+            broker_id=self.broker_id,
+            broker_epoch=self.broker_epoch,
+            leader_id=leader_id,
+            client_id=f"broker-{self.broker_id}-fetcher-{index}",
+            address=self._endpoint,
+            security=self.security,
+            limits=self.config.limits,
+            topics=self._replicas,
+        )
 
     def follow(self, partition: Partition) -> None:
         """Fetch ``partition`` from its current leader (moving it off any other fetcher).
@@ -179,7 +196,12 @@ class ReplicaFetcherManager:
             self.unfollow(partition.topic, partition.index)
         fetcher = self._fetchers.get(target)
         if fetcher is None:
-            fetcher = ReplicaFetcher(self, leader_id=target[0], index=target[1])
+            fetcher = ReplicaFetcher(
+                self,
+                leader_id=target[0],
+                index=target[1],
+                endpoint=self._leader_endpoint(*target),
+            )
             self._fetchers[target] = fetcher
             fetcher.start()
         self._assigned[key] = target
@@ -211,15 +233,15 @@ class ReplicaFetcherManager:
 
 @dataclass(eq=False)
 class ReplicaFetcher:
-    """One fetcher task: fetches every partition it holds from one leader broker."""
+    """One fetcher task: runs the plan of every partition it holds against one leader."""
 
     manager: ReplicaFetcherManager
     leader_id: int
     index: int
+    endpoint: LeaderEndpoint
     partitions: dict[PartitionKey, FollowerState] = field(default_factory=dict)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     _task: asyncio.Task[None] | None = None
-    _connection: BrokerConnection | None = None
     _stopped: bool = False
 
     def start(self) -> None:
@@ -240,28 +262,32 @@ class ReplicaFetcher:
         swallows when it races with a response."""
         self._stopped = True
         self._wake.set()
-        await self._drop_connection()
+        await self.endpoint.close()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
+    @property
+    def _backoff_ms(self) -> int:
+        return self.manager.config.backoff_ms
+
     # -- the loop ---------------------------------------------------------------------
 
     async def _run(self) -> None:
-        backoff = self.manager.config.backoff_ms / 1000
         while not self._stopped:
-            ready = self._ready_partitions()
+            now = _now_ms()
+            ready = [key for key, state in self.partitions.items() if state.ready(now)]
             if not ready:
                 self._wake.clear()
-                delays = [s.delayed_until for s in self.partitions.values()]
-                timeout = max(0.0, min(delays) - time.monotonic()) if delays else None
+                dues = [state.due_ms() for state in self.partitions.values()]
+                timeout = max(0, min(dues) - now) / 1000 if dues else None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), timeout)
                 continue
             try:
-                connection = await self._leader_connection()
-                await self._fetch_round(connection, ready)
+                await self._round(ready)
+                await asyncio.sleep(0)
             except (KafkaConnectionError, RequestTimedOut, OSError) as exc:
                 log.info(
                     "broker %d: fetch from leader %d failed (%s); backing off",
@@ -269,78 +295,53 @@ class ReplicaFetcher:
                     self.leader_id,
                     exc,
                 )
-                await self._drop_connection()
-                self._delay(ready, backoff)
+                await self.endpoint.close()
+                self._delay(ready)
             except Exception:
                 log.exception(
                     "broker %d: fetcher for leader %d failed",
                     self.manager.broker_id,
                     self.leader_id,
                 )
-                await self._drop_connection()
-                self._delay(ready, backoff)
+                await self.endpoint.close()
+                self._delay(ready)
 
-    def _ready_partitions(self) -> list[PartitionKey]:
-        now = time.monotonic()
-        return [key for key, state in self.partitions.items() if state.delayed_until <= now]
-
-    def _delay(self, keys: list[PartitionKey], seconds: float) -> None:
-        until = time.monotonic() + seconds
+    def _delay(self, keys: list[PartitionKey]) -> None:
+        until = _now_ms() + self._backoff_ms
         for key in keys:
             state = self.partitions.get(key)
             if state is not None:
-                state.delayed_until = until
-
-    async def _leader_connection(self) -> BrokerConnection:
-        if self._connection is not None and self._connection.connected:
-            return self._connection
-        endpoint = self.manager._endpoint(self.leader_id)
-        if endpoint is None:
-            raise KafkaConnectionError(f"leader {self.leader_id} is not registered")
-        connection = BrokerConnection(
-            endpoint[0],
-            endpoint[1],
-            client_id=f"broker-{self.manager.broker_id}-fetcher-{self.index}",
-            ssl_context=self.manager.security.ssl_context,
-            sasl=self.manager.security.sasl,
-            request_timeout_ms=self.manager.config.wait_max_ms + 30_000,
-        )
-        await connection.connect()
-        self._connection = connection
-        return connection
-
-    async def _drop_connection(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
+                state.delayed_until_ms = until
 
     # -- one round --------------------------------------------------------------------
 
-    async def _fetch_round(self, connection: BrokerConnection, keys: list[PartitionKey]) -> None:
-        version = connection.max_supported(FETCH_KEY, FETCH_VERSIONS)
-        if version is None:
-            raise KafkaConnectionError(f"leader {self.leader_id} serves no usable Fetch version")
-        if version < DIVERGING_EPOCH_VERSION:
-            await self._truncate_by_offset_for_leader_epoch(connection, keys)
+    async def _round(self, keys: list[PartitionKey]) -> None:
+        """Every ready partition's next action: local truncations at once, then one
+        OffsetForLeaderEpoch for those verifying an epoch, then one Fetch."""
+        support = await self.endpoint.epoch_support()
         followers = self._followers(keys)
-        self._delay([k for k in keys if k not in followers], self.manager.config.backoff_ms / 1000)
-        if not followers:
-            return
-        requested = {
-            key: (p.leader_epoch, p.log_end_offset, self._mirror_epoch_to_send(key, p))
-            for key, p in followers.items()
-        }
-        request = build_request(FETCH_KEY, version, self._fetch_fields(followers))
-        response = await connection.send(request)
-        if int(response.error_code) != ErrorCode.NONE:
-            self._delay(keys, self.manager.config.backoff_ms / 1000)
-            return
-        for topic in response.responses:
-            name = self._topic_name(topic, followers)
-            for data in topic.partitions:
-                key = (name, int(data.partition_index))
-                if key in followers and key in self.partitions:
-                    self._apply(key, followers[key], requested[key], data)
+        self._delay([key for key in keys if key not in followers])
+        now = _now_ms()
+        fetches: dict[PartitionKey, Fetch] = {}
+        queries: dict[PartitionKey, QueryEpochEndOffset] = {}
+        for key, partition in followers.items():
+            plan = self._plan(key, partition, support)
+            action = next_action(plan, now)
+            if isinstance(action, Fetch):
+                fetches[key] = action
+            elif isinstance(action, QueryEpochEndOffset):
+                queries[key] = action
+            elif isinstance(action, Truncate | TruncateFullyAndStartAt):
+                self._truncate(key, partition, action)
+            elif isinstance(action, QueryOffsetBounds):
+                await self._learn_offset_bounds(key, partition)
+            elif not isinstance(action, Wait):
+                self.partitions[key].fetch = None
+                self._delay([key])
+        if queries:
+            await self._query_epochs(queries, followers)
+        if fetches:
+            await self._fetch(fetches, followers)
 
     def _followers(self, keys: list[PartitionKey]) -> dict[PartitionKey, Partition]:
         found: dict[PartitionKey, Partition] = {}
@@ -354,109 +355,177 @@ class ReplicaFetcher:
                 found[key] = partition
         return found
 
-    def _fetch_fields(self, followers: dict[PartitionKey, Partition]) -> dict[str, Any]:
-        config = self.manager.config
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, index), partition in followers.items():
-            latest = partition.log.latest_epoch
-            topics.setdefault(topic, []).append(
-                {
-                    "partition": index,
-                    "current_leader_epoch": partition.leader_epoch,
-                    "fetch_offset": partition.log_end_offset,
-                    "last_fetched_epoch": UNDEFINED_EPOCH if latest is None else latest,
-                    "log_start_offset": partition.log_start_offset,
-                    "partition_max_bytes": config.fetch_max_bytes,
-                    "mirror_leader_epoch": self._mirror_epoch_to_send((topic, index), partition),
-                }
+    def _plan(
+        self, key: PartitionKey, partition: Partition, support: EpochSupport
+    ) -> PartitionFetchState:
+        """The partition's plan state, started afresh when the leader epoch, the leader's
+        protocol or the local log (truncated by someone else) no longer match it."""
+        state = self.partitions[key]
+        plan = state.fetch
+        stale = (
+            plan is None
+            or plan.current_leader_epoch != partition.leader_epoch
+            or plan.epoch_support is not support
+            or (plan.pending is None and plan.fetch_offset != partition.log_end_offset)
+        )
+        if plan is None or stale:
+            plan = PartitionFetchState.initial(
+                log_end_offset=partition.log_end_offset,
+                latest_epoch=partition.log.latest_epoch,
+                current_leader_epoch=partition.leader_epoch,
+                epoch_support=support,
+                rules=FOLLOWER_RULES,
             )
-        replica_id = self.manager.broker_id
-        return {
-            "replica_id": replica_id,
-            "replica_state": {
-                "replica_id": replica_id,
-                "replica_epoch": self.manager.broker_epoch(),
-            },
-            "max_wait": datetime.timedelta(milliseconds=config.wait_max_ms),
-            "min_bytes": config.min_bytes,
-            "max_bytes": config.response_max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "topic_id": self.manager._replicas.topic_id(topic),
-                    "partitions": partitions,
-                }
-                for topic, partitions in topics.items()
-            ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
+            state.fetch = plan
+        return plan
+
+    def _truncate(
+        self, key: PartitionKey, partition: Partition, action: Truncate | TruncateFullyAndStartAt
+    ) -> None:
+        replicas = self.manager._replicas
+        log.info(
+            "broker %d: truncating %s-%d to %d (leader %d)",
+            self.manager.broker_id,
+            key[0],
+            key[1],
+            action.offset,
+            self.leader_id,
+        )
+        if isinstance(action, Truncate):
+            replicas.truncate_to(key[0], key[1], action.offset)
+        else:
+            replicas.truncate_fully_and_start_at(key[0], key[1], action.offset)
+        state = self.partitions[key]
+        assert state.fetch is not None
+        state.fetch = on_truncated(
+            state.fetch,
+            log_end_offset=partition.log_end_offset,
+            latest_epoch=partition.log.latest_epoch,
+        )
+
+    async def _query_epochs(
+        self,
+        queries: dict[PartitionKey, QueryEpochEndOffset],
+        followers: dict[PartitionKey, Partition],
+    ) -> None:
+        answers = await self.endpoint.epoch_end_offsets(
+            {key: EpochQuery(q.current_leader_epoch, q.epoch) for key, q in queries.items()}
+        )
+        for key, answer in answers.items():
+            state = self.partitions.get(key)
+            partition = followers.get(key)
+            if state is None or state.fetch is None or partition is None or key not in queries:
+                continue
+            state.fetch = on_epoch_end_offset(
+                state.fetch,
+                error=answer.error,
+                source_epoch=answer.epoch,
+                source_end_offset=answer.end_offset,
+                epoch_entries=partition.log.epoch_cache.epoch_entries,
+                log_end_offset=partition.log_end_offset,
+                now_ms=_now_ms(),
+                backoff_ms=self._backoff_ms,
+                high_watermark=partition.high_watermark,
+            )
+
+    async def _learn_offset_bounds(self, key: PartitionKey, partition: Partition) -> None:
+        """OFFSET_OUT_OF_RANGE: the leader's log start and end say whether to restart at
+        its start (retention) or cut back to its end (an unclean election)."""
+        state = self.partitions[key]
+        try:
+            start, end = await self.endpoint.offset_bounds(key, partition.leader_epoch)
+        except KafkaError as exc:
+            log.info("broker %d: offsets of %s-%d: %s", self.manager.broker_id, *key, exc)
+            self._delay([key])
+            return
+        if state.fetch is not None and key in self.partitions:
+            state.fetch = on_offset_bounds(
+                state.fetch, source_log_start_offset=start, source_end_offset=end
+            )
+
+    async def _fetch(
+        self, fetches: dict[PartitionKey, Fetch], followers: dict[PartitionKey, Partition]
+    ) -> None:
+        requests = {
+            key: FollowerFetch(
+                fetch_offset=f.offset,
+                current_leader_epoch=f.current_leader_epoch,
+                last_fetched_epoch=f.last_fetched_epoch,
+                log_start_offset=followers[key].log_start_offset,
+                mirror_leader_epoch=self._mirror_epoch_to_send(key, followers[key]),
+            )
+            for key, f in fetches.items()
         }
+        answers = await self.endpoint.fetch(requests)
+        for key, answer in answers.items():
+            if key in self.partitions and key in requests:
+                self._apply(key, followers[key], requests[key], answer)
 
     def _mirror_epoch_to_send(self, key: PartitionKey, partition: Partition) -> int:
         if not partition.state.configs.get(MIRROR_NAME):
             return UNDEFINED_EPOCH
         return self.partitions[key].mirror_leader_epoch
 
-    def _topic_name(self, topic: Any, followers: dict[PartitionKey, Partition]) -> str:
-        name = getattr(topic, "topic", None)
-        if name:
-            return str(name)
-        return self.manager._replicas.topic_name(topic.topic_id) or ""
-
     def _apply(
         self,
         key: PartitionKey,
         partition: Partition,
-        requested: tuple[int, int, int],
-        data: Any,
+        request: FollowerFetch,
+        answer: FollowerAnswer,
     ) -> None:
         """Handle one partition's answer, unless the partition moved on since the request."""
-        epoch, fetch_offset, sent_mirror_epoch = requested
-        if partition.leader_epoch != epoch or partition.log_end_offset != fetch_offset:
-            return
+        moved_on = (
+            partition.leader_epoch != request.current_leader_epoch
+            or partition.log_end_offset != request.fetch_offset
+        )
         state = self.partitions[key]
-        code = ErrorCode(int(data.error_code))
-        replicas = self.manager._replicas
-        if code == ErrorCode.NONE:
-            diverging = getattr(data, "diverging_epoch", None)
-            if diverging is not None and int(diverging.epoch) >= 0:
-                self._truncate_on_divergence(
-                    key, partition, int(diverging.epoch), int(diverging.end_offset)
-                )
-                return
-            state.needs_epoch_truncation = False
-            batches = list(iter_batches(data.records or b"", allow_partial_tail=True))
-            mirror_epoch = int(getattr(data, "mirror_leader_epoch", UNDEFINED_EPOCH))
-            if partition.state.configs.get(MIRROR_NAME):
-                state.mirror_leader_epoch = mirror_epoch
-                limit = mirror_epoch if sent_mirror_epoch == UNDEFINED_EPOCH else sent_mirror_epoch
-            else:
-                limit = epoch
-            replicas.append_follower_records(
-                key[0],
-                key[1],
-                batches_within_epoch(batches, limit),
-                int(data.high_watermark),
-                int(data.log_start_offset),
-            )
-        elif self._adopt_mirror_epoch(state, code, sent_mirror_epoch, data):
+        if moved_on or state.fetch is None:
             return
-        elif code == ErrorCode.OFFSET_OUT_OF_RANGE:
-            asyncio.get_running_loop().create_task(self._reset_out_of_range(key, partition))
-            self._delay([key], self.manager.config.backoff_ms / 1000)
-        else:
+        fetched = answer.fetched
+        if self._adopt_mirror_epoch(state, fetched.error, request.mirror_leader_epoch, answer):
+            return
+        is_mirror = bool(partition.state.configs.get(MIRROR_NAME))
+        epoch_limit = None
+        if is_mirror:
+            sent = request.mirror_leader_epoch
+            epoch_limit = answer.mirror_leader_epoch if sent == UNDEFINED_EPOCH else sent
+            if fetched.error is ErrorCode.NONE:
+                state.mirror_leader_epoch = answer.mirror_leader_epoch
+        outcome = on_fetch_response(
+            state.fetch,
+            fetched,
+            epoch_entries=partition.log.epoch_cache.epoch_entries,
+            log_end_offset=partition.log_end_offset,
+            now_ms=_now_ms(),
+            backoff_ms=self._backoff_ms,
+            high_watermark=partition.high_watermark,
+            epoch_limit=epoch_limit,
+        )
+        if fetched.error is ErrorCode.NONE and fetched.diverging_epoch is None:
+            try:
+                self.manager._replicas.append_follower_records(
+                    key[0],
+                    key[1],
+                    list(outcome.append),
+                    fetched.high_watermark,
+                    fetched.log_start_offset,
+                    crc_checked=True,
+                )
+            except KafkaError as exc:
+                log.warning("broker %d: append to %s-%d: %s", self.manager.broker_id, *key, exc)
+                state.fetch = None
+                self._delay([key])
+                return
+        elif fetched.error is not ErrorCode.NONE:
             log.debug(
                 "broker %d: %s-%d fetch from %d: %s",
                 self.manager.broker_id,
                 key[0],
                 key[1],
                 self.leader_id,
-                code.name,
+                fetched.error.name,
             )
-            self._delay([key], self.manager.config.backoff_ms / 1000)
+        state.fetch = outcome.state
 
     @staticmethod
     def _adopt_mirror_epoch(
@@ -472,130 +541,3 @@ class ReplicaFetcher:
             return False
         state.mirror_leader_epoch = answered
         return True
-
-    def _truncate_on_divergence(
-        self, key: PartitionKey, partition: Partition, leader_epoch: int, leader_end: int
-    ) -> None:
-        offset, _complete = truncation_offset(
-            leader_epoch,
-            leader_end,
-            partition.end_offset_for_epoch(leader_epoch),
-            partition.log_end_offset,
-            partition.high_watermark,
-        )
-        log.info(
-            "broker %d: truncating %s-%d to %d (leader %d has epoch %d ending at %d)",
-            self.manager.broker_id,
-            key[0],
-            key[1],
-            offset,
-            self.leader_id,
-            leader_epoch,
-            leader_end,
-        )
-        self.manager._replicas.truncate_to(key[0], key[1], offset)
-
-    async def _truncate_by_offset_for_leader_epoch(
-        self, connection: BrokerConnection, keys: list[PartitionKey]
-    ) -> None:
-        """Pre-v12 leaders: ask where our last epoch ends on the leader, then truncate."""
-        pending = {
-            key: p
-            for key, p in self._followers(keys).items()
-            if self.partitions[key].needs_epoch_truncation and p.log.latest_epoch is not None
-        }
-        if not pending:
-            return
-        version = connection.max_supported(
-            OFFSET_FOR_LEADER_EPOCH_KEY, OFFSET_FOR_LEADER_EPOCH_VERSIONS
-        )
-        if version is None:
-            return
-        topics: dict[str, list[dict[str, Any]]] = {}
-        for (topic, index), p in pending.items():
-            topics.setdefault(topic, []).append(
-                {
-                    "partition": index,
-                    "current_leader_epoch": p.leader_epoch,
-                    "leader_epoch": p.log.latest_epoch,
-                }
-            )
-        request = build_request(
-            OFFSET_FOR_LEADER_EPOCH_KEY,
-            version,
-            {
-                "replica_id": self.manager.broker_id,
-                "topics": [{"topic": t, "partitions": ps} for t, ps in topics.items()],
-            },
-        )
-        response = await connection.send(request)
-        for topic in response.topics:
-            for answer in topic.partitions:
-                key = (str(topic.topic), int(answer.partition))
-                partition = pending.get(key)
-                if partition is None or int(answer.error_code) != ErrorCode.NONE:
-                    continue
-                offset, complete = truncation_offset(
-                    int(answer.leader_epoch),
-                    int(answer.end_offset),
-                    partition.end_offset_for_epoch(int(answer.leader_epoch)),
-                    partition.log_end_offset,
-                    partition.high_watermark,
-                )
-                self.manager._replicas.truncate_to(key[0], key[1], offset)
-                self.partitions[key].needs_epoch_truncation = not complete
-
-    async def _reset_out_of_range(self, key: PartitionKey, partition: Partition) -> None:
-        """Kafka's rule: behind the leader's log start, start over there; ahead of the
-        leader's log end (an unclean election), cut back to it."""
-        try:
-            connection = await self._leader_connection()
-            leader_end = await self._list_offset(connection, key, partition, LATEST_TIMESTAMP)
-            replicas = self.manager._replicas
-            if partition.log_end_offset > leader_end:
-                replicas.truncate_to(key[0], key[1], leader_end)
-                return
-            leader_start = await self._list_offset(connection, key, partition, EARLIEST_TIMESTAMP)
-            if partition.log_end_offset < leader_start:
-                replicas.truncate_fully_and_start_at(key[0], key[1], leader_start)
-        except (KafkaConnectionError, RequestTimedOut, KafkaError, OSError) as exc:
-            log.info(
-                "broker %d: offset reset of %s-%d failed: %s", self.manager.broker_id, *key, exc
-            )
-        finally:
-            state = self.partitions.get(key)
-            if state is not None:
-                state.delayed_until = 0.0
-                self._wake.set()
-
-    async def _list_offset(
-        self, connection: BrokerConnection, key: PartitionKey, partition: Partition, timestamp: int
-    ) -> int:
-        version = connection.max_supported(LIST_OFFSETS_KEY, LIST_OFFSETS_VERSIONS)
-        if version is None:
-            raise KafkaConnectionError("leader serves no usable ListOffsets version")
-        request = build_request(
-            LIST_OFFSETS_KEY,
-            version,
-            {
-                "replica_id": self.manager.broker_id,
-                "isolation_level": 0,
-                "topics": [
-                    {
-                        "name": key[0],
-                        "partitions": [
-                            {
-                                "partition_index": key[1],
-                                "current_leader_epoch": partition.leader_epoch,
-                                "timestamp": timestamp,
-                            }
-                        ],
-                    }
-                ],
-            },
-        )
-        response = await connection.send(request)
-        answer = response.topics[0].partitions[0]
-        if int(answer.error_code) != ErrorCode.NONE:
-            raise KafkaError(ErrorCode(int(answer.error_code)))
-        return int(answer.offset)

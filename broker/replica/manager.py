@@ -379,12 +379,17 @@ class ReplicaManager:
         batches: list[RawBatch],
         leader_high_watermark: int,
         leader_log_start_offset: int,
+        *,
+        crc_checked: bool = False,
     ) -> None:
-        """A follower fetcher's data: append unchanged, follow the leader's high watermark."""
+        """A follower fetcher's data: append unchanged, follow the leader's high watermark.
+        ``crc_checked``: the fetcher's plan already verified every batch's CRC."""
         target = self.partition(topic, partition)
         _restart_at_straddling_batch(target, batches)
         try:
-            target.append_as_follower(batches, leader_high_watermark, leader_log_start_offset)
+            target.append_as_follower(
+                batches, leader_high_watermark, leader_log_start_offset, crc_checked=crc_checked
+            )
         except LogError as exc:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         except OSError as exc:

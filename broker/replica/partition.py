@@ -326,7 +326,12 @@ class Partition:
     # -- follower side ------------------------------------------------------------------
 
     def append_as_follower(
-        self, batches: list[RawBatch], leader_high_watermark: int, leader_log_start_offset: int
+        self,
+        batches: list[RawBatch],
+        leader_high_watermark: int,
+        leader_log_start_offset: int,
+        *,
+        crc_checked: bool = False,
     ) -> None:
         """Append what the leader sent (bytes unchanged), then follow its high watermark.
 
@@ -334,7 +339,7 @@ class Partition:
         leader that copied a compacted source, has offsets with no record.
         """
         if batches:
-            self.log.append_as_follower(batches, allow_gaps=True)
+            self.log.append_as_follower(batches, allow_gaps=True, crc_checked=crc_checked)
         self.update_follower_high_watermark(leader_high_watermark)
         if 0 <= leader_log_start_offset <= self.high_watermark:
             self.log.maybe_increment_log_start_offset(leader_log_start_offset)

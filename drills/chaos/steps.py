@@ -216,20 +216,24 @@ async def _add(
         MirrorStart(entry.step, cluster, mirror, source, topic, log_at_add=log_at_add)
     )
     ctx.mark("chaos add", f"{topic} to {mirror} on {cluster}")
-    await _wait_seen_in_mirror(ctx.cluster(cluster), topic)
+    await _wait_taken_up_by_mirror(ctx.cluster(cluster), topic)
 
 
-async def _wait_seen_in_mirror(cluster: DrillCluster, topic: str) -> None:
-    """Wait (bounded) until the partition's leader reports it in a mirror, as an operator
-    checks with ``kafka-mirrors --describe``: an accepted add reaches the leaders with the
-    next metadata refresh, and until then the leader still takes produce as for a plain
-    topic. A leader that stays away is the final check's business."""
+async def _wait_taken_up_by_mirror(cluster: DrillCluster, topic: str) -> None:
+    """Wait (bounded) until the partition's leader reports it taken up by the mirror, as an
+    operator checks with ``kafka-mirrors --describe``: an accepted add reaches the leaders
+    with the next metadata refresh, and until then the leader still takes produce as for
+    a plain topic, or as for the STOPPED partition an add after a failover starts from.
+    So the wait ends at a state other than both. The add itself waits for that, but only
+    for a broker session: on a loaded machine it answers REQUEST_TIMED_OUT ("a leader
+    still takes produce"), and its retry finds the topic in the mirror already. A leader
+    that stays away longer than ``SETTLE_S`` is the final check's business."""
 
-    async def seen() -> bool:
-        return await _state_or_none(cluster, topic) not in (None, UNANSWERED)
+    async def taken_up() -> bool:
+        return await _state_or_none(cluster, topic) not in (None, UNANSWERED, "STOPPED")
 
     with contextlib.suppress(DrillTimeout):
-        await wait_until(seen, ADD_RETRY_S, f"{topic} seen in a mirror on {cluster.name}")
+        await wait_until(taken_up, SETTLE_S, f"{topic} taken up by a mirror on {cluster.name}")
 
 
 def _counted(step: Any) -> Any:

@@ -148,6 +148,24 @@ def test_a_conditional_config_write_refuses_configs_changed_since_read(
         store.set_topic_configs("other", {}, expected={})
 
 
+def test_a_config_update_applies_to_the_stored_overrides(store: MetadataStore) -> None:
+    """``update_topic_configs`` reads and writes in one transaction: it changes what is
+    stored, whoever stored it, and a change that raises stores nothing."""
+    store.create_topic(_topic("orders"))
+    store.set_topic_configs("orders", {"retention.ms": "1000"})
+    store.update_topic_configs("orders", lambda current: {**current, "segment.ms": "5"})
+    assert store.topics()["orders"].configs == {"retention.ms": "1000", "segment.ms": "5"}
+
+    def refuse(current: dict[str, str]) -> dict[str, str]:
+        raise ValueError("refused")
+
+    with pytest.raises(ValueError):
+        store.update_topic_configs("orders", refuse)
+    assert store.topics()["orders"].configs == {"retention.ms": "1000", "segment.ms": "5"}
+    with pytest.raises(UnknownTopicError):
+        store.update_topic_configs("other", dict)
+
+
 def test_brokers_and_dynamic_configs_in_snapshot(store: MetadataStore) -> None:
     store.register_broker(1, "127.0.0.1", 9092, None)
     store.register_broker(2, "127.0.0.1", 9093, "rack-b")

@@ -208,13 +208,13 @@ async def test_a_mirror_topic_created_by_an_add_is_read_only_from_its_first_reco
     async with Admin(bootstrap=source.bootstrap) as admin:
         (await admin.create_topics([NewTopic(TOPIC, 1, 1)])).all()
     hold = Hold()
-    tagging = MetadataController.set_configs_of_topics
+    tagging = MetadataController.update_configs_of_topics
 
     async def held_tagging(self: MetadataController, configs: Any) -> Any:
         await hold.wait()
         return await tagging(self, configs)
 
-    monkeypatch.setattr(MetadataController, "set_configs_of_topics", held_tagging)
+    monkeypatch.setattr(MetadataController, "update_configs_of_topics", held_tagging)
     async with Admin(bootstrap=destination.bootstrap) as admin:
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
         adding = asyncio.create_task(admin.add_topics_to_mirror(MIRROR, [TOPIC]))

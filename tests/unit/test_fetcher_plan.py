@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorsim.fetcher.plan import (
+    FOLLOWER_RULES,
     EpochSupport,
     Fail,
     Fetch,
@@ -14,6 +15,7 @@ from mirrorsim.fetcher.plan import (
     PartitionFetchState,
     QueryEpochEndOffset,
     QueryOffsetBounds,
+    Truncate,
     TruncateFullyAndStartAt,
     Wait,
     next_action,
@@ -120,6 +122,49 @@ def test_leadership_errors_back_off_and_ask_for_metadata() -> None:
 def test_non_retriable_errors_fail() -> None:
     outcome = respond(state(), FetchedPartition(ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1))
     assert outcome.state.phase is FetchPhase.FAILED
+
+
+# -- a follower's rules: the same plan, where Kafka's replica fetcher differs -------------
+
+
+def follower(offset: int = 0, leader_epoch: int = 0) -> PartitionFetchState:
+    return state(offset, leader_epoch, rules=FOLLOWER_RULES)
+
+
+def test_a_follower_reads_past_the_lso() -> None:
+    outcome = respond(follower(), ok(batch(0, 2), batch(2, 2), lso=1))
+    assert [b.base_offset for b in outcome.append] == [0, 2]
+
+
+def test_a_follower_appends_before_a_bad_batch_and_backs_off() -> None:
+    good = batch(1)
+    corrupt = RawBatch.from_bytes(good.data[:-1] + bytes([good.data[-1] ^ 1]))
+    outcome = respond(follower(), ok(batch(0), corrupt))
+    assert [b.base_offset for b in outcome.append] == [0]
+    assert next_action(outcome.state, 0) == Wait(100)
+    assert next_action(outcome.state, 100) == Fetch(1, 0, 0)
+
+
+def test_a_follower_keeps_batches_up_to_one_from_a_newer_epoch() -> None:
+    """KAFKA-18723: nothing from an epoch newer than the request's is appended."""
+    batches = [batch(i, epoch=e) for i, e in enumerate([1, 2, 3, 2])]
+    outcome = respond(follower(leader_epoch=2), ok(*batches))
+    assert [b.partition_leader_epoch for b in outcome.append] == [1, 2]
+    assert outcome.state.phase is FetchPhase.FETCHING
+
+
+def test_a_follower_ahead_of_its_leader_cuts_back_to_the_leaders_end() -> None:
+    """An unclean election: the new leader's log ends below the follower's."""
+    oor = respond(follower(500), FetchedPartition(ErrorCode.OFFSET_OUT_OF_RANGE, -1, -1, -1))
+    after = on_offset_bounds(oor.state, source_log_start_offset=0, source_end_offset=120)
+    assert next_action(after, 0) == Truncate(120)
+
+
+def test_a_follower_retries_an_unexpected_error() -> None:
+    outcome = respond(
+        follower(), FetchedPartition(ErrorCode.TOPIC_AUTHORIZATION_FAILED, -1, -1, -1)
+    )
+    assert next_action(outcome.state, 0) == Wait(100)
 
 
 def test_old_sources_verify_the_latest_epoch_first() -> None:

@@ -35,6 +35,7 @@ COMPONENTS: dict[str, tuple[str, ...]] = {
         "broker.properties_file",
         "broker.server_properties",
     ),
+    "fetcher core": ("fetcher.plan", "fetcher.truncation"),
     "broker/group/": ("broker.group",),
     "broker/replica/": ("broker.replica",),
     "broker/metrics/": ("broker.metrics",),
@@ -60,7 +61,10 @@ new module directly in ``broker/`` or ``coordinator/`` starts at the top of its 
 LAYERS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("protocol/",), "sans-I/O codecs, message builder, ACL types"),
     (("client/", "broker/log/", "mirror rules"), "connections; storage; pure mirror rules"),
-    (("broker settings",), "config definitions, server.properties, logging"),
+    (
+        ("broker settings", "fetcher core"),
+        "config definitions, server.properties, logging; every fetcher's plan",
+    ),
     (("broker/group/", "broker/replica/", "broker/metrics/"), "groups; replicas; metrics"),
     (("broker/metadata/", "fetcher/"), "metadata store and view; mirror fetchers"),
     (

@@ -1,22 +1,37 @@
-"""Follower truncation against a leader, as a model: whatever the two histories, the
-fetch/diverging-epoch loop leaves the follower with a prefix of the leader's log that
-keeps the whole common history."""
+"""Truncation against a leader, as a model, under both fetchers' rules: whatever the two
+histories, the plan's diverging-epoch loop (Fetch v12+) and its OffsetForLeaderEpoch loop
+(older leaders) leave the local log with a prefix of the leader's log that keeps the whole
+common history. Followers and mirror fetchers run the same plan; only its rules differ."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorsim.broker.log.epoch_cache import EpochEntry, LeaderEpochFileCache
-from mirrorsim.broker.replica.follower_fetcher import (
-    batches_within_epoch,
+from mirrorsim.fetcher.plan import (
+    FOLLOWER_RULES,
+    MIRROR_RULES,
+    EpochSupport,
+    Fetch,
+    FetchedPartition,
+    FetchRules,
+    PartitionFetchState,
+    QueryEpochEndOffset,
+    Truncate,
     fetcher_index,
-    truncation_offset,
+    next_action,
+    on_epoch_end_offset,
+    on_fetch_response,
+    on_truncated,
 )
-from mirrorsim.protocol.records import Record, build_batch
+from mirrorsim.protocol.errors import ErrorCode
+
+RULES = pytest.mark.parametrize("rules", [FOLLOWER_RULES, MIRROR_RULES], ids=lambda r: r.name)
 
 
 def epoch_cache(directory: Path, name: str, epochs: list[int]) -> LeaderEpochFileCache:
@@ -28,12 +43,14 @@ def epoch_cache(directory: Path, name: str, epochs: list[int]) -> LeaderEpochFil
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> tuple[list[int], list[int], list[int]]:
-    """(common prefix, leader suffix, follower suffix) as one epoch per offset.
+def histories(draw: st.DrawFn) -> tuple[list[int], list[int], list[int], int]:
+    """(common prefix, leader suffix, follower suffix, high watermark), one epoch per offset.
 
     An epoch has one leader, so after the common prefix the two suffixes use disjoint
     new epochs; at most one of them may continue the prefix's last epoch. The leader is
-    in a newer epoch than both (it assigned it at its log end on election, as Kafka).
+    in a newer epoch than both (it assigned it at its log end on election, as Kafka). The
+    high watermark lies within the common prefix: only what both logs hold was
+    acknowledged.
     """
     prefix = sorted(draw(st.lists(st.integers(0, 5), max_size=8)))
     base = prefix[-1] if prefix else 0
@@ -50,14 +67,17 @@ def histories(draw: st.DrawFn) -> tuple[list[int], list[int], list[int]]:
         prefix,
         suffix(leader_epochs, continues == "leader"),
         suffix(follower_epochs, continues == "follower"),
+        draw(st.integers(0, len(prefix))),
     )
 
 
-@given(histories())
-def test_diverging_epoch_loop_converges_on_the_common_history(
-    history: tuple[list[int], list[int], list[int]],
-) -> None:
-    prefix, leader_suffix, follower_suffix = history
+def converge(
+    history: tuple[list[int], list[int], list[int], int],
+    rules: FetchRules,
+    support: EpochSupport,
+) -> tuple[list[int], list[int]]:
+    """Run the plan against the leader until it fetches; (leader, follower) logs."""
+    prefix, leader_suffix, follower_suffix, high_watermark = history
     leader = prefix + leader_suffix
     follower = prefix + follower_suffix
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,45 +86,111 @@ def test_diverging_epoch_loop_converges_on_the_common_history(
         current_epoch = max(leader + follower, default=0) + 1
         leader_cache.assign(current_epoch, len(leader))
         follower_cache = epoch_cache(directory, "follower", follower)
-        for _ in range(len(follower) + 2):
-            if not follower:
-                break
-            last_epoch = follower[-1]
-            epoch, end = leader_cache.end_offset_for(last_epoch, len(leader))
-            if epoch == last_epoch and end >= len(follower):
-                break
-            offset, _ = truncation_offset(
-                epoch,
-                end,
-                follower_cache.end_offset_for(epoch, len(follower)),
-                len(follower),
-                high_watermark=0,
-            )
-            assert offset < len(follower), "every divergence answer makes progress"
-            del follower[offset:]
-            follower_cache.truncate_from_end(offset)
+        state = PartitionFetchState.initial(
+            log_end_offset=len(follower),
+            latest_epoch=follower[-1] if follower else None,
+            current_leader_epoch=current_epoch,
+            epoch_support=support,
+            rules=rules,
+        )
+        for _ in range(2 * len(follower) + 4):
+            action = next_action(state, 0)
+            if isinstance(action, Truncate):
+                assert action.offset < len(follower), "every cut makes progress"
+                assert action.offset >= high_watermark, "no acknowledged record is cut"
+                del follower[action.offset :]
+                follower_cache.truncate_from_end(action.offset)
+                state = on_truncated(
+                    state, log_end_offset=len(follower), latest_epoch=follower_cache.latest_epoch
+                )
+            elif isinstance(action, QueryEpochEndOffset):
+                epoch, end = leader_cache.end_offset_for(action.epoch, len(leader))
+                state = on_epoch_end_offset(
+                    state,
+                    error=ErrorCode.NONE,
+                    source_epoch=epoch,
+                    source_end_offset=end,
+                    epoch_entries=follower_cache.epoch_entries,
+                    log_end_offset=len(follower),
+                    now_ms=0,
+                    backoff_ms=0,
+                    high_watermark=high_watermark,
+                )
+            elif isinstance(action, Fetch):
+                diverging = None
+                if action.last_fetched_epoch >= 0:
+                    epoch, end = leader_cache.end_offset_for(action.last_fetched_epoch, len(leader))
+                    if end < action.offset or epoch < action.last_fetched_epoch:
+                        diverging = (epoch, end)
+                if diverging is None:
+                    break
+                answer = FetchedPartition(
+                    ErrorCode.NONE, len(leader), len(leader), 0, diverging_epoch=diverging
+                )
+                state = on_fetch_response(
+                    state,
+                    answer,
+                    epoch_entries=follower_cache.epoch_entries,
+                    log_end_offset=len(follower),
+                    now_ms=0,
+                    backoff_ms=0,
+                    high_watermark=high_watermark,
+                ).state
+            else:
+                raise AssertionError(f"unexpected action {action}")
         else:
             raise AssertionError("truncation did not converge")
+    return leader, follower
+
+
+@RULES
+@pytest.mark.parametrize(
+    "support",
+    [EpochSupport.DIVERGING_EPOCH, EpochSupport.OFFSET_FOR_LEADER_EPOCH],
+    ids=["diverging-epoch", "offset-for-leader-epoch"],
+)
+@given(history=histories())
+def test_truncation_converges_on_the_common_history(
+    history: tuple[list[int], list[int], list[int], int],
+    rules: FetchRules,
+    support: EpochSupport,
+) -> None:
+    leader, follower = converge(history, rules, support)
     assert follower == leader[: len(follower)]
-    assert len(follower) >= len(prefix)
+    assert len(follower) >= len(history[0])
 
 
-def test_unknown_leader_epoch_truncates_to_the_high_watermark() -> None:
-    assert truncation_offset(-1, -1, (3, 40), 50, 35) == (35, True)
+def _unknown_epoch_cut(rules: FetchRules) -> int:
+    """A leader that places nothing of the follower's latest epoch (-1, -1)."""
+    state = PartitionFetchState.initial(
+        log_end_offset=50,
+        latest_epoch=3,
+        current_leader_epoch=4,
+        epoch_support=EpochSupport.OFFSET_FOR_LEADER_EPOCH,
+        rules=rules,
+    )
+    state = on_epoch_end_offset(
+        state,
+        error=ErrorCode.NONE,
+        source_epoch=-1,
+        source_end_offset=-1,
+        epoch_entries=[EpochEntry(3, 10)],
+        log_end_offset=50,
+        now_ms=0,
+        backoff_ms=0,
+        high_watermark=35,
+    )
+    action = next_action(state, 0)
+    assert isinstance(action, Truncate)
+    return action.offset
 
 
-def test_leader_epoch_unknown_to_the_follower_truncates_and_asks_again() -> None:
-    assert truncation_offset(4, 30, (3, 25), 50, 0) == (25, False)
-    assert truncation_offset(3, 30, (3, 50), 50, 0) == (30, True)
+def test_an_unknown_leader_epoch_cuts_a_follower_to_its_high_watermark() -> None:
+    assert _unknown_epoch_cut(FOLLOWER_RULES) == 35
 
 
-def test_batches_from_a_newer_epoch_than_the_request_are_not_appended() -> None:
-    batches = [
-        build_batch([Record(i, 1, None, b"x")], base_offset=i, partition_leader_epoch=e)
-        for i, e in enumerate([1, 2, 3, 2])
-    ]
-    assert [b.partition_leader_epoch for b in batches_within_epoch(batches, 2)] == [1, 2]
-    assert batches_within_epoch(batches, -1) == batches
+def test_an_unknown_source_epoch_cuts_a_mirror_to_nothing() -> None:
+    assert _unknown_epoch_cut(MIRROR_RULES) == 0
 
 
 @given(st.text(min_size=1), st.integers(0, 1000), st.integers(1, 8))
