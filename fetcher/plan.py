@@ -43,11 +43,13 @@ import enum
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from mirrorsim.broker.log.epoch_cache import EpochEntry
 from mirrorsim.fetcher.truncation import epoch_end_offset, replication_truncation
-from mirrorsim.protocol.errors import ErrorCode
+from mirrorsim.protocol.errors import ErrorCode, error_code_from_wire
 from mirrorsim.protocol.records import RawBatch
+from mirrorsim.protocol.records.raw_batch import iter_batches
 
 NO_EPOCH = -1
 
@@ -375,6 +377,24 @@ class FetchedPartition:
     log_start_offset: int
     batches: Sequence[RawBatch] = ()
     diverging_epoch: tuple[int, int] | None = None
+
+
+def fetched_from_wire(data: Any) -> FetchedPartition:
+    """One partition of a wire Fetch response, as the plan needs it. The batches are views
+    of the response's buffer: they are checked and appended unchanged, never kept."""
+    diverging = getattr(data, "diverging_epoch", None)
+    has_divergence = diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0)
+    error = error_code_from_wire(data.error_code)
+    return FetchedPartition(
+        error=error if isinstance(error, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR,
+        high_watermark=int(data.high_watermark),
+        last_stable_offset=int(getattr(data, "last_stable_offset", -1)),
+        log_start_offset=int(getattr(data, "log_start_offset", -1)),
+        batches=tuple(iter_batches(data.records or b"", share_memory=True)),
+        diverging_epoch=(int(diverging.epoch), int(diverging.end_offset))
+        if has_divergence
+        else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,6 @@ from mirrorsim.fetcher.plan import (
     EpochSupport,
     Fail,
     Fetch,
-    FetchedPartition,
     FetchPhase,
     PartitionFetchState,
     QueryEpochEndOffset,
@@ -47,6 +46,7 @@ from mirrorsim.fetcher.plan import (
     Truncate,
     TruncateFullyAndStartAt,
     Wait,
+    fetched_from_wire,
     next_action,
     on_epoch_end_offset,
     on_fetch_response,
@@ -55,7 +55,7 @@ from mirrorsim.fetcher.plan import (
 )
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
-from mirrorsim.protocol.records.raw_batch import RawBatch, iter_batches
+from mirrorsim.protocol.records.raw_batch import RawBatch
 from mirrorsim.protocol.uuids import ZERO_UUID
 
 log = logging.getLogger(__name__)
@@ -373,7 +373,7 @@ class MirrorFetcherTask:
         partition_log = self._sink.local_log(*key)
         outcome = on_fetch_response(
             mp.state,
-            _fetched(error, data),
+            fetched_from_wire(data),
             epoch_entries=partition_log.epoch_cache.epoch_entries,
             log_end_offset=partition_log.log_end_offset,
             now_ms=_now_ms(),
@@ -452,21 +452,6 @@ class MirrorFetcherTask:
         if found.error_code != ErrorCode.NONE:
             raise KafkaError(ErrorCode(found.error_code), f"ListOffsets {mp.topic}-{mp.partition}")
         return int(found.offset)
-
-
-def _fetched(error: ErrorCode | int, data: Any) -> FetchedPartition:
-    diverging = getattr(data, "diverging_epoch", None)
-    has_divergence = diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0)
-    return FetchedPartition(
-        error=error if isinstance(error, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR,
-        high_watermark=int(data.high_watermark),
-        last_stable_offset=int(getattr(data, "last_stable_offset", -1)),
-        log_start_offset=int(getattr(data, "log_start_offset", -1)),
-        batches=tuple(iter_batches(data.records or b"", share_memory=True)),
-        diverging_epoch=(int(diverging.epoch), int(diverging.end_offset))
-        if has_divergence
-        else None,
-    )
 
 
 def _group(

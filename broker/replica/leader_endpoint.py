@@ -19,10 +19,9 @@ from typing import Any, Protocol
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError
-from mirrorsim.fetcher.plan import EpochSupport, FetchedPartition
+from mirrorsim.fetcher.plan import EpochSupport, FetchedPartition, fetched_from_wire
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
-from mirrorsim.protocol.records.raw_batch import iter_batches
 from mirrorsim.protocol.uuids import ZERO_UUID
 
 FETCH_KEY = 1
@@ -300,17 +299,6 @@ def _known(error: ErrorCode | int) -> ErrorCode:
 
 
 def _answer(data: Any) -> FollowerAnswer:
-    """A wire Fetch partition in the plan's terms; the batches are views of the response."""
-    diverging = getattr(data, "diverging_epoch", None)
-    has_divergence = diverging is not None and int(diverging.epoch) >= 0
-    fetched = FetchedPartition(
-        error=_known(error_code_from_wire(data.error_code)),
-        high_watermark=int(data.high_watermark),
-        last_stable_offset=int(getattr(data, "last_stable_offset", -1)),
-        log_start_offset=int(getattr(data, "log_start_offset", -1)),
-        batches=tuple(iter_batches(data.records or b"", share_memory=True)),
-        diverging_epoch=(int(diverging.epoch), int(diverging.end_offset))
-        if has_divergence
-        else None,
-    )
-    return FollowerAnswer(fetched, int(getattr(data, "mirror_leader_epoch", UNDEFINED_EPOCH)))
+    """A wire Fetch partition in the plan's terms, with the mirror leader epoch."""
+    mirror_leader_epoch = int(getattr(data, "mirror_leader_epoch", UNDEFINED_EPOCH))
+    return FollowerAnswer(fetched_from_wire(data), mirror_leader_epoch)
