@@ -379,14 +379,19 @@ class FetchedPartition:
     diverging_epoch: tuple[int, int] | None = None
 
 
+def known_error(error: ErrorCode | int) -> ErrorCode:
+    """A wire error code as the plan reasons about it: a code this build does not know is
+    UNKNOWN_SERVER_ERROR (not retriable, so a mirror partition fails on it)."""
+    return error if isinstance(error, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR
+
+
 def fetched_from_wire(data: Any) -> FetchedPartition:
     """One partition of a wire Fetch response, as the plan needs it. The batches are views
     of the response's buffer: they are checked and appended unchanged, never kept."""
     diverging = getattr(data, "diverging_epoch", None)
     has_divergence = diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0)
-    error = error_code_from_wire(data.error_code)
     return FetchedPartition(
-        error=error if isinstance(error, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR,
+        error=known_error(error_code_from_wire(data.error_code)),
         high_watermark=int(data.high_watermark),
         last_stable_offset=int(getattr(data, "last_stable_offset", -1)),
         log_start_offset=int(getattr(data, "log_start_offset", -1)),

@@ -125,8 +125,7 @@ class FollowerState:
     delayed_until_ms: int = 0
 
     def ready(self, now_ms: int) -> bool:
-        plan_delay = self.fetch.delayed_until_ms if self.fetch is not None else 0
-        return max(self.delayed_until_ms, plan_delay) <= now_ms
+        return self.due_ms() <= now_ms
 
     def due_ms(self) -> int:
         plan_delay = self.fetch.delayed_until_ms if self.fetch is not None else 0

@@ -19,7 +19,12 @@ from typing import Any, Protocol
 from mirrorsim.client.config import ClientConfig
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.client.errors import KafkaConnectionError
-from mirrorsim.fetcher.plan import EpochSupport, FetchedPartition, fetched_from_wire
+from mirrorsim.fetcher.plan import (
+    EpochSupport,
+    FetchedPartition,
+    fetched_from_wire,
+    known_error,
+)
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.uuids import ZERO_UUID
@@ -177,7 +182,7 @@ class WireLeaderEndpoint:
         )
         top_error = error_code_from_wire(response.error_code)
         if top_error != ErrorCode.NONE:
-            failed = FetchedPartition(_known(top_error), -1, -1, -1)
+            failed = FetchedPartition(known_error(top_error), -1, -1, -1)
             return {key: FollowerAnswer(failed) for key in requests}
         answers: dict[PartitionKey, FollowerAnswer] = {}
         for topic in response.responses:
@@ -254,7 +259,7 @@ class WireLeaderEndpoint:
         response = await connection.send(request)
         return {
             (str(topic.topic), int(answer.partition)): EpochAnswer(
-                _known(error_code_from_wire(answer.error_code)),
+                known_error(error_code_from_wire(answer.error_code)),
                 int(answer.leader_epoch),
                 int(answer.end_offset),
             )
@@ -290,12 +295,8 @@ class WireLeaderEndpoint:
         answer = response.topics[0].partitions[0]
         error = error_code_from_wire(answer.error_code)
         if error != ErrorCode.NONE:
-            raise KafkaError(_known(error), f"ListOffsets {key[0]}-{key[1]}")
+            raise KafkaError(known_error(error), f"ListOffsets {key[0]}-{key[1]}")
         return int(answer.offset)
-
-
-def _known(error: ErrorCode | int) -> ErrorCode:
-    return error if isinstance(error, ErrorCode) else ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 def _answer(data: Any) -> FollowerAnswer:
