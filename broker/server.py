@@ -36,14 +36,19 @@ from mirrorsim.broker.config import (
 from mirrorsim.broker.controller import ClusterController
 from mirrorsim.broker.group import GroupConfig, GroupCoordinator, SystemClock
 from mirrorsim.broker.group.batched_offset_store import BatchedOffsetStore
+from mirrorsim.broker.group.batched_share_state_store import BatchedShareStateStore
 from mirrorsim.broker.group.ownership import ownership
+from mirrorsim.broker.group.share_sessions import ShareSessionCache
+from mirrorsim.broker.group.share_state_store import ShareStateStore
 from mirrorsim.broker.handlers.dispatcher import Dispatcher, preload_message_classes
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.log.file_handles import FileHandles, raise_descriptor_limit
 from mirrorsim.broker.log_format import current_broker
 from mirrorsim.broker.metadata.controller import MetadataController
+from mirrorsim.broker.metadata.group_configs import group_configs
 from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
+from mirrorsim.broker.metadata.share_state_store import SqlShareStateStore
 from mirrorsim.broker.metadata.store import MetadataStore
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
@@ -56,6 +61,8 @@ from mirrorsim.broker.quotas.rate import WindowConfig
 from mirrorsim.broker.quotas.store import client_quotas
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
+from mirrorsim.broker.share.manager import ShareLimits, SharePartitionManager
+from mirrorsim.broker.share.settings import ShareGroupSettingsCache
 from mirrorsim.broker.txn.service import TransactionService
 from mirrorsim.coordinator.lifecycle import MirrorLifecycle
 from mirrorsim.coordinator.metadata_manager import MirrorMetadataManager
@@ -122,6 +129,10 @@ class Broker:
         self.log_manager: LogManager
         self.replica_manager: ReplicaManager
         self.groups: GroupCoordinator
+        self.share_states: ShareStateStore
+        """The durable state of the share partitions this broker leads."""
+        self.share_sessions: ShareSessionCache
+        self.share_partitions: SharePartitionManager
         self.transactions: TransactionService
         self.cluster_controller: ClusterController
         self.mirrors: MirrorCoordinator
@@ -264,6 +275,24 @@ class Broker:
         self._group_ownership_live = None
         await self.groups.start()
         resources.push_async_callback(self.groups.stop)
+        self.share_states = BatchedShareStateStore(SqlShareStateStore(self.store))
+        self.share_sessions = ShareSessionCache(
+            int(self.config("group.share.max.groups")) * int(self.config("group.share.max.size"))
+        )
+        self.share_partitions = SharePartitionManager(
+            replicas=self.replica_manager,
+            states=self.share_states,
+            group_settings=ShareGroupSettingsCache(
+                lambda group_id: group_configs(self.store, group_id), SystemClock()
+            ),
+            limits=ShareLimits(
+                delivery_count_limit=int(self.config("group.share.delivery.count.limit")),
+                max_in_flight=int(self.config("group.share.partition.max.record.locks")),
+                record_lock_duration_ms=int(self.config("group.share.record.lock.duration.ms")),
+            ),
+            clock=SystemClock(),
+        )
+        resources.push_async_callback(self.share_partitions.stop)
         self.transactions = TransactionService(self)
         # cluster mirroring: partition states, fetchers, failover
         self.mirrors = MirrorCoordinator(self)

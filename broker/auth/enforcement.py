@@ -48,9 +48,17 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
         AclOperation.ALTER_CONFIGS,
         AclOperation.IDEMPOTENT_WRITE,
     ),
+    ResourceType.GROUP: (
+        AclOperation.READ,
+        AclOperation.DESCRIBE,
+        AclOperation.DELETE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    ),
 }
 """The operations Kafka's ``AclEntry.supportedOperations`` lists per resource type: what
-IncludeAuthorizedOperations answers about (Metadata, DescribeCluster)."""
+IncludeAuthorizedOperations answers about (Metadata, DescribeCluster, the group describe
+APIs)."""
 
 
 @dataclass(slots=True)

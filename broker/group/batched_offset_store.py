@@ -19,16 +19,14 @@ transaction takes. ``load_all`` and deletions pass straight through.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Iterable, Mapping
+from typing import Protocol
 
+from mirrorsim.broker.group.coalescer import Coalescer
 from mirrorsim.broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
 
 GroupCommits = list[tuple[str, dict[TopicPartition, CommittedOffset]]]
 GroupOffsets = dict[TopicPartition, CommittedOffset]
-Item = TypeVar("Item")
-Result = TypeVar("Result")
 
 
 class BatchableOffsetStore(OffsetStore, Protocol):
@@ -42,60 +40,14 @@ class BatchableOffsetStore(OffsetStore, Protocol):
         ...
 
 
-class _Coalescer(Generic[Item, Result]):
-    """Hands ``run`` everything submitted while its previous call was running.
-
-    The first submission runs at once; later ones queue for the next call, and each
-    caller gets back its own item's result once the call holding it returns (or its
-    exception, shared by every caller of that call).
-    """
-
-    def __init__(self, run: Callable[[list[Item]], Awaitable[list[Result]]], name: str) -> None:
-        self._run = run
-        self._name = name
-        self._pending: list[tuple[Item, asyncio.Future[Result]]] = []
-        self._runner: asyncio.Task[None] | None = None
-
-    async def submit(self, item: Item) -> Result:
-        done: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
-        done.add_done_callback(_retrieve)
-        self._pending.append((item, done))
-        if self._runner is None:
-            self._runner = asyncio.get_running_loop().create_task(
-                self._run_pending(), name=self._name
-            )
-        return await asyncio.shield(done)
-
-    async def _run_pending(self) -> None:
-        try:
-            while self._pending:
-                batch, self._pending = self._pending, []
-                try:
-                    results = await self._run([item for item, _ in batch])
-                except Exception as exc:
-                    for _, done in batch:
-                        if not done.done():
-                            done.set_exception(exc)
-                except BaseException:
-                    for _, done in batch:
-                        done.cancel()
-                    raise
-                else:
-                    for (_, done), result in zip(batch, results, strict=True):
-                        if not done.done():
-                            done.set_result(result)
-        finally:
-            self._runner = None
-
-
 class BatchedOffsetStore:
     """An ``OffsetStore`` that coalesces concurrent ``commit`` calls into ``commit_many``
     and concurrent ``load_group`` calls into ``load_groups``."""
 
     def __init__(self, store: BatchableOffsetStore) -> None:
         self._store = store
-        self._commits = _Coalescer(self._commit_many, "group offset commits")
-        self._loads = _Coalescer(self._load_groups, "group offset loads")
+        self._commits = Coalescer(self._commit_many, "group offset commits")
+        self._loads = Coalescer(self._load_groups, "group offset loads")
 
     async def load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         return await self._store.load_all()
@@ -121,10 +73,3 @@ class BatchedOffsetStore:
     async def _load_groups(self, group_ids: list[str]) -> list[GroupOffsets]:
         found = await self._store.load_groups(sorted(set(group_ids)))
         return [dict(found.get(group_id, {})) for group_id in group_ids]
-
-
-def _retrieve(done: asyncio.Future[object]) -> None:
-    """A caller cancelled while its call was running never reads the outcome; reading
-    it here keeps a failure from being reported as never retrieved."""
-    if not done.cancelled():
-        done.exception()

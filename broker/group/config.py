@@ -21,6 +21,9 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     """Server-side assignors a KIP-848 member may name; the first is the default."""
     consumer_max_size: int = 2**31 - 1
+    share_heartbeat_interval_ms: int = 5000
+    share_session_timeout_ms: int = 45000
+    share_max_size: int = 200
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> GroupConfig:
@@ -35,6 +38,9 @@ class GroupConfig:
             "group.consumer.heartbeat.interval.ms": "consumer_heartbeat_interval_ms",
             "group.consumer.session.timeout.ms": "consumer_session_timeout_ms",
             "group.consumer.max.size": "consumer_max_size",
+            "group.share.heartbeat.interval.ms": "share_heartbeat_interval_ms",
+            "group.share.session.timeout.ms": "share_session_timeout_ms",
+            "group.share.max.size": "share_max_size",
         }
         values: dict[str, object] = {
             field: int(str(properties[key])) for key, field in names.items() if key in properties

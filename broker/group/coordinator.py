@@ -51,6 +51,14 @@ from mirrorsim.broker.group.messages import (
     SyncResult,
 )
 from mirrorsim.broker.group.offset_store import CommittedOffset, OffsetStore, TopicPartition
+from mirrorsim.broker.group.share_group_coordinator import ShareGroupCoordinator
+from mirrorsim.broker.group.share_messages import (
+    SHARE_GROUP_TYPE,
+    SHARE_PROTOCOL_TYPE,
+    ShareGroupDescription,
+    ShareHeartbeat,
+    ShareHeartbeatResult,
+)
 from mirrorsim.broker.group.state import GroupEvent, GroupState
 from mirrorsim.broker.group.subscription import CONSUMER_PROTOCOL_TYPE
 from mirrorsim.protocol.errors import ErrorCode
@@ -95,6 +103,8 @@ class GroupCoordinator:
         self.consumer = ConsumerGroupCoordinator(clock=self._clock, config=self._config)
         """KIP-848 consumer groups; a group id names a classic group or a consumer group,
         never both, and both kinds share the committed offsets kept here."""
+        self.share = ShareGroupCoordinator(clock=self._clock, config=self._config)
+        """KIP-932 share groups: the same group id namespace, no committed offsets."""
 
     async def start(self) -> None:
         """Load committed offsets of the groups this broker coordinates; each group that
@@ -114,6 +124,8 @@ class GroupCoordinator:
         self._groups.clear()
         for group_id in list(self.consumer.groups):
             self.consumer.unload(group_id)
+        for group_id in list(self.share.groups):
+            self.share.unload(group_id)
 
     @staticmethod
     def _release_members(group: GroupMetadata) -> None:
@@ -133,7 +145,12 @@ class GroupCoordinator:
         offsets are read on first use, see `acquire`)."""
         previous, self._owns = self._owns, owns
         self._ownership_epoch += 1
-        known = self._groups.keys() | self._offsets.keys() | self.consumer.groups.keys()
+        known = (
+            self._groups.keys()
+            | self._offsets.keys()
+            | self.consumer.groups.keys()
+            | self.share.groups.keys()
+        )
         for group_id in list(known):
             if not owns(group_id):
                 self._unload(group_id)
@@ -149,7 +166,7 @@ class GroupCoordinator:
     def _ensure_group(self, group_id: str) -> None:
         """A group with committed offsets exists: as the consumer group it is, or else as
         an (Empty) classic group."""
-        if group_id not in self.consumer.groups:
+        if group_id not in self.consumer.groups and group_id not in self.share.groups:
             self._groups.setdefault(group_id, GroupMetadata(group_id))
 
     def _unload(self, group_id: str) -> None:
@@ -157,6 +174,7 @@ class GroupCoordinator:
         if group is not None:
             self._release_members(group)
         self.consumer.unload(group_id)
+        self.share.unload(group_id)
         self._offsets.pop(group_id, None)
         self._loaded.discard(group_id)
 
@@ -202,6 +220,9 @@ class GroupCoordinator:
         error = self._validate_join(request)
         if error is not ErrorCode.NONE:
             _reply(future, JoinResult(error, request.member_id))
+            return future
+        if request.group_id in self.share.groups:
+            _reply(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
             return future
         consumer_group = self.consumer.groups.get(request.group_id)
         if consumer_group is not None:
@@ -686,6 +707,8 @@ class GroupCoordinator:
     ) -> ErrorCode:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
+        if group_id in self.share.groups:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group_id in self.consumer.groups:
             return self.consumer.validate_offset_commit(
                 group_id, member_id, generation_id, api_version
@@ -725,6 +748,8 @@ class GroupCoordinator:
         group = self._groups.get(group_id)
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, {}
+        if group_id in self.share.groups:
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
         if group_id in self.consumer.groups:
             return ErrorCode.NONE, await self._delete_consumer_offsets(group_id, partitions)
         if group is None:
@@ -764,7 +789,7 @@ class GroupCoordinator:
     def list_groups(
         self, states: Collection[str] = (), types: Collection[str] = ()
     ) -> list[GroupOverview]:
-        """Classic and consumer groups coordinated here, filtered by state and type
+        """Classic, consumer and share groups coordinated here, filtered by state and type
         (case-insensitive; empty filters keep everything)."""
         wanted = {state.lower() for state in states}
         wanted_types = {t.lower() for t in types}
@@ -774,6 +799,10 @@ class GroupCoordinator:
         ] + [
             GroupOverview(g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
             for g in self.consumer.groups.values()
+        ]
+        overviews += [
+            GroupOverview(g.group_id, SHARE_PROTOCOL_TYPE, g.state.value, SHARE_GROUP_TYPE)
+            for g in self.share.groups.values()
         ]
         return [
             o
@@ -786,6 +815,8 @@ class GroupCoordinator:
     def group_type(self, group_id: str) -> str | None:
         if group_id in self.consumer.groups:
             return CONSUMER_GROUP_TYPE
+        if group_id in self.share.groups:
+            return SHARE_GROUP_TYPE
         return CLASSIC_GROUP_TYPE if group_id in self._groups else None
 
     # KIP-848 consumer groups
@@ -796,7 +827,14 @@ class GroupCoordinator:
         """An Empty classic group (one that only has offsets, as every group is after a
         restart) becomes a consumer group on its first join, as in Kafka 4; a member
         heartbeating an epoch into it is unknown and rejoins. A classic group with members
-        is not a consumer group (GROUP_ID_NOT_FOUND)."""
+        is not a consumer group (GROUP_ID_NOT_FOUND), nor is a share group."""
+        if request.group_id in self.share.groups:
+            return ConsumerHeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                request.member_id,
+                request.member_epoch,
+                message=f"Group {request.group_id} is not a consumer group.",
+            )
         classic = self._groups.get(request.group_id)
         if classic is not None:
             if classic.state is not _S.EMPTY:
@@ -828,8 +866,38 @@ class GroupCoordinator:
     ) -> ConsumerGroupDescription | None:
         return self.consumer.describe(group_id, topics)
 
+    # KIP-932 share groups
+
+    def share_group_heartbeat(
+        self, request: ShareHeartbeat, topics: Mapping[str, TopicInfo]
+    ) -> ShareHeartbeatResult:
+        """A consumer group, and a classic group with members or committed offsets, is not
+        a share group (GROUP_ID_NOT_FOUND, as in Kafka 4); an Empty classic group without
+        offsets (all that is left once its members went) becomes one on the first join."""
+        classic = self._groups.get(request.group_id)
+        if request.group_id in self.consumer.groups or (
+            classic is not None
+            and (classic.state is not _S.EMPTY or self._offsets.get(request.group_id))
+        ):
+            return ShareHeartbeatResult(
+                ErrorCode.GROUP_ID_NOT_FOUND,
+                request.member_id,
+                request.member_epoch,
+                message=f"Group {request.group_id} is not a share group.",
+            )
+        if classic is not None and request.member_epoch == JOIN_EPOCH:
+            classic.cancel_timers()
+            del self._groups[request.group_id]
+        return self.share.heartbeat(request, topics)
+
+    def describe_share_group(self, group_id: str) -> ShareGroupDescription | None:
+        return self.share.describe(group_id)
+
     def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> ErrorCode:
-        """OffsetFetch v9 names the member of a consumer group; admin fetches name none."""
+        """OffsetFetch v9 names the member of a consumer group; admin fetches name none.
+        A share group has no committed offsets (GROUP_ID_NOT_FOUND, as in Kafka)."""
+        if group_id in self.share.groups:
+            return ErrorCode.GROUP_ID_NOT_FOUND
         if group_id in self.consumer.groups:
             return self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
         return ErrorCode.NONE
@@ -862,8 +930,15 @@ class GroupCoordinator:
         for group_id in group_ids:
             group = self._groups.get(group_id)
             consumer_group = self.consumer.groups.get(group_id)
+            share_group = self.share.groups.get(group_id)
             if not group_id:
                 results[group_id] = ErrorCode.INVALID_GROUP_ID
+            elif share_group is not None:
+                if share_group.members:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+                else:
+                    self.share.delete(group_id)
+                    results[group_id] = ErrorCode.NONE
             elif consumer_group is not None:
                 if consumer_group.members:
                     results[group_id] = ErrorCode.NON_EMPTY_GROUP

@@ -5,9 +5,11 @@ consumer (KIP-848), share and streams groups and a share group's record lock, of
 and isolation level. Values are checked as Kafka's ``GroupConfig`` checks them, within the
 broker's bounds for that group type (Kafka's defaults, fixed here: sessions 45-60 s,
 heartbeats 5-15 s, record locks 15-60 s, standby replicas 0-2). A group need not exist to
-carry configs. The values are stored and described, not yet applied: KIP-848
-consumer groups take their session timeout and heartbeat interval from the broker's
-``group.consumer.*`` configs, and share and streams groups are not served.
+carry configs. A share group's record lock, offset reset and isolation level apply to its
+share partitions (``broker/share/settings.py``); the session timeouts and heartbeat
+intervals are stored and described only: consumer and share groups take theirs from the
+broker's ``group.consumer.*`` and ``group.share.*`` configs, and streams groups are not
+served.
 """
 
 from __future__ import annotations

@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 from mirrorsim.broker.config import BrokerConfigLayers
 from mirrorsim.broker.controller.active import ClusterController
 from mirrorsim.broker.group import GroupCoordinator
+from mirrorsim.broker.group.share_sessions import ShareSessionCache
+from mirrorsim.broker.group.share_state_store import ShareStateStore
 from mirrorsim.broker.handlers.mirror_ports import MirrorCoordinatorView, MirrorLifecyclePort
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
@@ -23,6 +25,7 @@ from mirrorsim.broker.metadata.view import ClusterSnapshot
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.quotas.manager import ClientQuotas
 from mirrorsim.broker.replica import ReplicaManager
+from mirrorsim.broker.share.manager import SharePartitionManager
 from mirrorsim.broker.txn.service import TransactionService
 
 
@@ -61,7 +64,16 @@ class HandlerBroker(Protocol):
     def groups(self) -> GroupCoordinator: ...
 
     @property
+    def share_states(self) -> ShareStateStore: ...
+
+    @property
     def transactions(self) -> TransactionService: ...
+
+    @property
+    def share_sessions(self) -> ShareSessionCache: ...
+
+    @property
+    def share_partitions(self) -> SharePartitionManager: ...
 
     @property
     def client_quotas(self) -> ClientQuotas: ...

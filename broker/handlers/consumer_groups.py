@@ -79,11 +79,11 @@ def _owned(
     )
 
 
-def _wire_partitions(
+def wire_partitions(
     partitions: Iterable[TopicPartition], topics: Mapping[str, TopicInfo], *, named: bool
 ) -> list[dict[str, Any]]:
-    """Partitions by topic id; ``named`` adds the topic name, which ConsumerGroupDescribe
-    carries and ConsumerGroupHeartbeat does not."""
+    """Partitions by topic id; ``named`` adds the topic name, which the describe APIs
+    (ConsumerGroupDescribe, ShareGroupDescribe) carry and the heartbeats do not."""
     by_topic: dict[str, list[int]] = {}
     for tp in partitions:
         if tp.topic in topics:
@@ -113,7 +113,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, body: Any) -> Any
             "heartbeat_interval": timedelta(milliseconds=result.heartbeat_interval_ms),
             "assignment": None
             if result.assignment is None
-            else {"topic_partitions": _wire_partitions(result.assignment, topics, named=False)},
+            else {"topic_partitions": wire_partitions(result.assignment, topics, named=False)},
         },
     )
 
@@ -220,10 +220,10 @@ def _described(
                 "subscribed_topic_names": list(m.subscribed_topic_names),
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": {
-                    "topic_partitions": _wire_partitions(m.assignment, topics, named=True)
+                    "topic_partitions": wire_partitions(m.assignment, topics, named=True)
                 },
                 "target_assignment": {
-                    "topic_partitions": _wire_partitions(m.target_assignment, topics, named=True)
+                    "topic_partitions": wire_partitions(m.target_assignment, topics, named=True)
                 },
                 "member_type": CONSUMER_MEMBER_TYPE,
             }

@@ -69,6 +69,10 @@ def _add_group_configs(conn: Connection) -> None:
     schema.group_configs.create(conn, checkfirst=True)
 
 
+def _add_share_group_states(conn: Connection) -> None:
+    schema.share_group_states.create(conn, checkfirst=True)
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
@@ -79,6 +83,7 @@ MIGRATIONS: list[Migration] = [
     _add_broker_epochs,
     _add_client_quotas,
     _add_group_configs,
+    _add_share_group_states,
 ]
 
 

@@ -13,6 +13,7 @@ from sqlalchemy import (
     Float,
     ForeignKey,
     Integer,
+    LargeBinary,
     MetaData,
     String,
     Table,
@@ -213,4 +214,25 @@ broker_epoch_counter = Table(
     metadata,
     Column("id", Integer, primary_key=True),
     Column("last_epoch", BigInteger, nullable=False),
+)
+
+share_group_states = Table(
+    "share_group_states",
+    metadata,
+    Column("group_id", String(255), primary_key=True),
+    # by id, not name: a topic deleted and created again must not inherit the old
+    # topic's share state, and the cascade forgets it with the topic
+    Column(
+        "topic_id",
+        String(36),
+        ForeignKey("topics.topic_id", ondelete="CASCADE"),
+        primary_key=True,
+        index=True,
+    ),
+    Column("partition", Integer, primary_key=True),
+    Column("start_offset", BigInteger, nullable=False),
+    Column("state_epoch", Integer, nullable=False),
+    Column("leader_epoch", Integer, nullable=False),
+    # packed (share_state_store.py): rewritten at every acknowledgement
+    Column("state_batches", LargeBinary, nullable=False),
 )

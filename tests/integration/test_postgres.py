@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from helpers import metadata_store_suite
+from helpers import metadata_store_suite, share_state_store_suite
 from sqlalchemy import Engine, create_engine, event, text, update
 
 from mirrorsim.broker.cluster import ClusterRunner, ClusterSpec
@@ -121,6 +121,12 @@ def url(postgres_server: PostgresServer) -> str:
 store = metadata_store_suite.store
 globals().update(
     {name: test for name, test in vars(metadata_store_suite).items() if name.startswith("test_")}
+)
+
+# The share-state store suite, likewise.
+metadata = share_state_store_suite.metadata
+globals().update(
+    {name: test for name, test in vars(share_state_store_suite).items() if name.startswith("test_")}
 )
 
 

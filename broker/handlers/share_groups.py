@@ -1,0 +1,171 @@
+"""The KIP-932 share group membership APIs: ShareGroupHeartbeat (76) and ShareGroupDescribe
+(77), mapped onto `GroupCoordinator`.
+
+Only version 1 is served: Kafka 4.1 made it the first production version (the member id is
+the client's own), and Kafka 4.1 clients and librdkafka 2.16 send it. Assignments go out
+by topic id, resolved against the broker's metadata view (`topic_catalog`). As in Kafka's
+KafkaApis, a heartbeat needs READ on the group and DESCRIBE on every topic it subscribes
+to (else TOPIC_AUTHORIZATION_FAILED, so a client cannot learn of topics it may not see);
+describing needs DESCRIBE on the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+from mirrorsim.broker.auth.enforcement import (
+    authorized_names,
+    authorized_operations,
+    is_authorized,
+)
+from mirrorsim.broker.group import GroupCoordinator
+from mirrorsim.broker.group.consumer_messages import TopicInfo
+from mirrorsim.broker.group.share_messages import (
+    ShareGroupDescription,
+    ShareHeartbeat,
+    ShareHeartbeatResult,
+)
+from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.consumer_groups import topic_catalog, wire_partitions
+from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.protocol.acl import AclOperation, ResourceType
+from mirrorsim.protocol.errors import ErrorCode
+
+SHARE_GROUP_HEARTBEAT = 76
+SHARE_GROUP_DESCRIBE = 77
+UNSET_AUTHORIZED_OPERATIONS = -(2**31)
+
+
+def _coordinator(ctx: RequestContext) -> GroupCoordinator:
+    coordinator: GroupCoordinator = ctx.broker.groups
+    return coordinator
+
+
+@handles(SHARE_GROUP_HEARTBEAT, min_version=1, max_version=1)
+async def handle_share_group_heartbeat(ctx: RequestContext, body: Any) -> Any:
+    result = await _heartbeat(ctx, body)
+    topics = topic_catalog(ctx)
+    return respond(
+        body,
+        {
+            "throttle_time": NO_THROTTLE,
+            "error_code": result.error,
+            "error_message": result.message,
+            "member_id": result.member_id or body.member_id,
+            "member_epoch": result.member_epoch,
+            "heartbeat_interval": timedelta(milliseconds=result.heartbeat_interval_ms),
+            "assignment": None
+            if result.assignment is None
+            else {"topic_partitions": wire_partitions(result.assignment, topics, named=False)},
+        },
+    )
+
+
+async def _heartbeat(ctx: RequestContext, body: Any) -> ShareHeartbeatResult:
+    if not await is_authorized(ctx, AclOperation.READ, ResourceType.GROUP, body.group_id):
+        return ShareHeartbeatResult(
+            ErrorCode.GROUP_AUTHORIZATION_FAILED, body.member_id, body.member_epoch
+        )
+    names = list(body.subscribed_topic_names or ())
+    if names and len(
+        await authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    ) < len(set(names)):
+        return ShareHeartbeatResult(
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED, body.member_id, body.member_epoch
+        )
+    error = await _coordinator(ctx).acquire(body.group_id)
+    if error is not ErrorCode.NONE:
+        return ShareHeartbeatResult(error, body.member_id, body.member_epoch)
+    return _coordinator(ctx).share_group_heartbeat(
+        ShareHeartbeat(
+            group_id=body.group_id,
+            member_id=body.member_id,
+            member_epoch=body.member_epoch,
+            rack_id=body.rack_id,
+            subscribed_topic_names=None
+            if body.subscribed_topic_names is None
+            else tuple(body.subscribed_topic_names),
+            client_id=ctx.header.client_id or "",
+            client_host=f"/{ctx.client_host}",
+        ),
+        topic_catalog(ctx),
+    )
+
+
+@handles(SHARE_GROUP_DESCRIBE, min_version=1, max_version=1)
+async def handle_share_group_describe(ctx: RequestContext, body: Any) -> Any:
+    topics = topic_catalog(ctx)
+    described = []
+    for group_id in body.group_ids:
+        described.append(await _describe(ctx, body, group_id, topics))
+    return respond(body, {"throttle_time": NO_THROTTLE, "groups": described})
+
+
+async def _describe(
+    ctx: RequestContext, body: Any, group_id: str, topics: Mapping[str, TopicInfo]
+) -> dict[str, Any]:
+    if not await is_authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        return _described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    error = await _coordinator(ctx).acquire(group_id)
+    if error is not ErrorCode.NONE:
+        return _described_error(group_id, error, None)
+    group = _coordinator(ctx).describe_share_group(group_id)
+    if group is None:
+        kind = _coordinator(ctx).group_type(group_id)
+        message = (
+            f"Group {group_id} not found."
+            if kind is None
+            else f"Group {group_id} is not a share group."
+        )
+        return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+    operations = (
+        await authorized_operations(ctx, ResourceType.GROUP, group_id)
+        if body.include_authorized_operations
+        else UNSET_AUTHORIZED_OPERATIONS
+    )
+    return _described(group, topics, operations)
+
+
+def _described_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {
+        "error_code": error,
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "Dead" if error is ErrorCode.GROUP_ID_NOT_FOUND else "",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
+    }
+
+
+def _described(
+    group: ShareGroupDescription, topics: Mapping[str, TopicInfo], operations: int
+) -> dict[str, Any]:
+    return {
+        "error_code": ErrorCode.NONE,
+        "error_message": None,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "group_epoch": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "assignor_name": group.assignor_name,
+        "members": [
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "assignment": {
+                    "topic_partitions": wire_partitions(m.assignment, topics, named=True)
+                },
+            }
+            for m in group.members
+        ],
+        "authorized_operations": operations,
+    }

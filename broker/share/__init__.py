@@ -1,0 +1,2 @@
+"""KIP-932 share partitions on their leaders: acquisition, acknowledgement and the
+durable state behind them."""
