@@ -17,13 +17,13 @@ not fail the others. A refused batch is therefore run again one item at a time, 
 order, and each caller gets its own outcome; refusals are rare (a leader move, a reset,
 a deletion), so the extra transactions are too. A failure of the database itself fails
 every item of the batch, as it does for offset commits. Initialization, plain reads,
-caller-built batches of writes, group reads and deletions pass straight through.
+caller-built batches of writes, group reads, resets and deletions pass straight through.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Protocol, TypeVar
 
 from mirrorsim.broker.group.coalescer import Coalescer
@@ -44,7 +44,7 @@ TakeOver = tuple[ShareStateKey, int]
 
 class BatchableShareStateStore(ShareStateStore, Protocol):
     async def take_over_many(self, take_overs: Sequence[TakeOver]) -> list[ShareSnapshot | None]:
-        """Several ``(key, state_epoch)`` take-overs in one transaction, in list order:
+        """Several ``(key, leader_epoch)`` take-overs in one transaction, in list order:
         what each reads, or none applied and the first `ShareStateRejected` raised."""
         ...
 
@@ -73,10 +73,10 @@ class BatchedShareStateStore:
         return await self._store.read(group_id, topic_id, partition)
 
     async def take_over(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareSnapshot | None:
         key = ShareStateKey(group_id, topic_id, partition)
-        found = await self._take_overs.submit((key, state_epoch))
+        found = await self._take_overs.submit((key, leader_epoch))
         if isinstance(found, ShareStateRejected):
             raise found
         return found
@@ -102,8 +102,16 @@ class BatchedShareStateStore:
     async def read_group(self, group_id: str) -> dict[TopicIdPartition, ShareSnapshot]:
         return await self._store.read_group(group_id)
 
+    async def reset_start(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> None:
+        await self._store.reset_start(group_id, topic_id, partition, start_offset)
+
     async def delete_group(self, group_id: str) -> None:
         await self._store.delete_group(group_id)
+
+    async def delete_group_topics(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        await self._store.delete_group_topics(group_id, topic_ids)
 
     async def delete_topic(self, topic_id: uuid.UUID) -> None:
         await self._store.delete_topic(topic_id)

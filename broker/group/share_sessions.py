@@ -36,6 +36,8 @@ class ShareSession:
     member_id: str
     next_epoch: int = 1
     partitions: set[SharePartitionKey] = field(default_factory=set)
+    connection: object = None
+    """The connection that opened the session; it ends with that connection."""
 
 
 class ShareSessionError(Exception):
@@ -67,7 +69,11 @@ class ShareSessionCache:
         return list(self._sessions.values())
 
     def open(
-        self, group_id: str, member_id: str, partitions: Iterable[SharePartitionKey]
+        self,
+        group_id: str,
+        member_id: str,
+        partitions: Iterable[SharePartitionKey],
+        connection: object = None,
     ) -> tuple[ShareSession, ShareSession | None]:
         """Epoch 0: a new session with these partitions, and the one it replaces (whose
         acquired records the caller releases)."""
@@ -80,7 +86,9 @@ class ShareSessionCache:
                 ErrorCode.SHARE_SESSION_LIMIT_REACHED,
                 f"This broker already holds {self._capacity} share sessions",
             )
-        session = ShareSession(group_id, member_id, partitions=set(partitions))
+        session = ShareSession(
+            group_id, member_id, partitions=set(partitions), connection=connection
+        )
         self._sessions[key] = session
         return session, replaced
 
@@ -95,6 +103,16 @@ class ShareSessionCache:
         session = self._sessions.pop((group_id, member_id), None)
         if session is None:
             raise _not_found(group_id, member_id)
+        return session
+
+    def disconnect(self, group_id: str, member_id: str, connection: object) -> ShareSession | None:
+        """The connection closed: its session of the member ends, unless the member has
+        opened a new one on another connection since."""
+        key = (group_id, member_id)
+        session = self._sessions.get(key)
+        if session is None or session.connection is not connection:
+            return None
+        del self._sessions[key]
         return session
 
     def _expect(self, group_id: str, member_id: str, epoch: int) -> ShareSession:

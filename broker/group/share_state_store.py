@@ -6,16 +6,17 @@ The leader of a share partition holds its state in memory and writes it through 
 back. Each write replaces the partition's whole `ShareSnapshot`. Two epochs fence writers
 that should no longer write (Kafka's checks of WriteShareGroupState):
 
-- the state epoch, carried by the snapshot: a write of an older state epoch than the
-  stored one is refused (`FencedStateEpochError`, FENCED_STATE_EPOCH). A new leader
-  takes the partition over (`take_over`) by reading its state and raising the stored
-  state epoch to its own in one transaction, so from that moment its predecessor, still
-  writing with the old epoch, is refused; a reinitialization (an offset reset) raises it
-  the same way, and a leader working from the state before the reset cannot overwrite it;
-- the leader epoch a write may give: a write of an older leader epoch than the latest
-  stored is refused (`FencedLeaderEpochError`, FENCED_LEADER_EPOCH). Kafka keeps it apart
-  from the state epoch; a leader that uses its leader epoch as the state epoch, with
-  `take_over`, leaves it at -1 and is fenced by the state epoch alone.
+- the state epoch, carried by the snapshot: a leader loading the partition takes it over
+  (`take_over`), which reads the state and raises the stored state epoch by one in the same
+  transaction; it then writes with that epoch, and a write is accepted only while the
+  stored epoch is still the writer's (`FencedStateEpochError`, FENCED_STATE_EPOCH). So
+  from the moment a partition is loaded anew (another leader, or the same broker after an
+  admin reset) every earlier holder of it is refused, and a write to a state that was
+  deleted is refused too. Every acknowledgement reported as done was therefore written
+  under the epoch the next load reads;
+- the leader epoch of the writer: a take-over or write from an older leader epoch than the
+  latest stored is refused (`FencedLeaderEpochError`, FENCED_LEADER_EPOCH), so a broker that
+  has not yet learned it lost leadership cannot take the partition back.
 
 The broker backs the store with the ``share_group_states`` table of the metadata database,
 keyed by topic id so that a topic deleted and created again under its name starts without
@@ -25,7 +26,7 @@ the old topic's state; unit tests use `InMemoryShareStateStore`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import ClassVar, NamedTuple, Protocol, runtime_checkable
 
@@ -119,13 +120,13 @@ class ShareStateStore(Protocol):
         ...
 
     async def take_over(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareSnapshot | None:
-        """The partition's state for a new leader that writes with ``state_epoch`` from now
-        on: in the same transaction the stored state epoch is raised to it, so writes of
-        the previous leader are refused from then on. None if the partition has no state
-        (the new leader then writes its first). An older ``state_epoch`` than the stored
-        one raises `FencedStateEpochError`: a newer leader has taken over already."""
+        """The partition's state for a leader loading it, with the state epoch it writes
+        with from now on: the stored state epoch is raised by one in the same transaction,
+        so every earlier holder's writes are refused. None if the partition has no state
+        (the leader then initializes it). A take-over from an older leader epoch than the
+        stored one raises `FencedLeaderEpochError`."""
         ...
 
     async def write(
@@ -151,8 +152,22 @@ class ShareStateStore(Protocol):
         DescribeShareGroupOffsets answers from)."""
         ...
 
+    async def reset_start(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> None:
+        """Start the partition's state over at ``start_offset`` with nothing in flight
+        (AlterShareGroupOffsets), whether or not it has a state yet, under a raised state
+        epoch so that the leader holding the old state can no longer write it; raises
+        `UnknownSharePartitionError` for a partition not in the metadata."""
+        ...
+
     async def delete_group(self, group_id: str) -> None:
         """Forget every share partition of one group (DeleteShareGroupState)."""
+        ...
+
+    async def delete_group_topics(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        """Forget one group's share partitions of ``topic_ids`` (DeleteShareGroupOffsets);
+        the group's other topics and other groups keep theirs."""
         ...
 
     async def delete_topic(self, topic_id: uuid.UUID) -> None:
@@ -165,26 +180,22 @@ def apply_writes(
 ) -> dict[ShareStateKey, StoredShareState]:
     """The rows ``writes`` leave, applied in order over ``stored``, or the first
     rejection raised: a write is checked against the rows as the earlier writes of the
-    list left them. The stored leader epoch therefore only grows, and once a leader has
-    written with its epoch, a write without one (-1) is fenced as well."""
+    list left them. A write needs a stored state of its own state epoch, and its leader
+    epoch must not be older than the stored one."""
     current = dict(stored)
     changed: dict[ShareStateKey, StoredShareState] = {}
     for write in writes:
         key = write.key
         before = current.get(key)
-        if before is not None:
-            if before.leader_epoch > write.leader_epoch:
-                raise FencedLeaderEpochError(
-                    key,
-                    f"leader epoch {write.leader_epoch} is older than the stored "
-                    f"{before.leader_epoch}",
-                )
-            if before.snapshot.state_epoch > write.snapshot.state_epoch:
-                raise FencedStateEpochError(
-                    key,
-                    f"state epoch {write.snapshot.state_epoch} is older than the stored "
-                    f"{before.snapshot.state_epoch}",
-                )
+        if before is None:
+            raise FencedStateEpochError(key, "there is no stored state to replace")
+        _check_leader_epoch(key, before, write.leader_epoch)
+        if before.snapshot.state_epoch != write.snapshot.state_epoch:
+            raise FencedStateEpochError(
+                key,
+                f"state epoch {write.snapshot.state_epoch} is not the stored "
+                f"{before.snapshot.state_epoch}: the partition was loaded again since",
+            )
         row = StoredShareState(write.snapshot, write.leader_epoch)
         current[key] = changed[key] = row
     return changed
@@ -194,24 +205,43 @@ def take_over_rows(
     stored: Mapping[ShareStateKey, StoredShareState],
     take_overs: Sequence[tuple[ShareStateKey, int]],
 ) -> tuple[list[ShareSnapshot | None], dict[ShareStateKey, StoredShareState]]:
-    """What each ``(key, state_epoch)`` take-over reads, in order over ``stored``, and the
-    rows whose state epoch it raised; or the first rejection raised."""
+    """What each ``(key, leader_epoch)`` take-over reads, in order over ``stored``: the
+    state with its state epoch raised by one, which the taker writes with from then on
+    (None where there is no state); and the rows it changed. Or the first rejection."""
     current = dict(stored)
     changed: dict[ShareStateKey, StoredShareState] = {}
     found: list[ShareSnapshot | None] = []
-    for key, state_epoch in take_overs:
+    for key, leader_epoch in take_overs:
         row = current.get(key)
-        if row is not None and row.snapshot.state_epoch > state_epoch:
-            raise FencedStateEpochError(
-                key,
-                f"state epoch {state_epoch} is older than the stored "
-                f"{row.snapshot.state_epoch}: a newer leader has taken over",
-            )
-        if row is not None and row.snapshot.state_epoch < state_epoch:
-            row = StoredShareState(replace(row.snapshot, state_epoch=state_epoch), row.leader_epoch)
+        if row is not None:
+            _check_leader_epoch(key, row, leader_epoch)
+            epoch = row.snapshot.state_epoch + 1
+            row = StoredShareState(replace(row.snapshot, state_epoch=epoch), leader_epoch)
             current[key] = changed[key] = row
         found.append(None if row is None else row.snapshot)
     return found, changed
+
+
+def reset_rows(
+    stored: Mapping[ShareStateKey, StoredShareState], resets: Sequence[tuple[ShareStateKey, int]]
+) -> dict[ShareStateKey, StoredShareState]:
+    """Each ``(key, start_offset)``: the state starts over at that offset with nothing in
+    flight (AlterShareGroupOffsets), under a raised state epoch, so a leader still holding
+    the old state can no longer write it."""
+    changed: dict[ShareStateKey, StoredShareState] = {}
+    for key, start_offset in resets:
+        row = changed.get(key) or stored.get(key)
+        epoch = 0 if row is None else row.snapshot.state_epoch + 1
+        leader_epoch = NO_LEADER_EPOCH if row is None else row.leader_epoch
+        changed[key] = StoredShareState(ShareSnapshot(start_offset, (), epoch), leader_epoch)
+    return changed
+
+
+def _check_leader_epoch(key: ShareStateKey, row: StoredShareState, leader_epoch: int) -> None:
+    if row.leader_epoch > leader_epoch:
+        raise FencedLeaderEpochError(
+            key, f"leader epoch {leader_epoch} is older than the stored {row.leader_epoch}"
+        )
 
 
 class InMemoryShareStateStore:
@@ -238,10 +268,10 @@ class InMemoryShareStateStore:
         return None if row is None else row.snapshot
 
     async def take_over(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareSnapshot | None:
         key = ShareStateKey(group_id, topic_id, partition)
-        (found,) = await self.take_over_many([(key, state_epoch)])
+        (found,) = await self.take_over_many([(key, leader_epoch)])
         return found
 
     async def take_over_many(
@@ -274,8 +304,22 @@ class InMemoryShareStateStore:
             if key.group_id == group_id
         }
 
+    async def reset_start(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> None:
+        key = ShareStateKey(group_id, topic_id, partition)
+        self._rows.update(reset_rows(self._rows, [(key, start_offset)]))
+
     async def delete_group(self, group_id: str) -> None:
         self._rows = {key: row for key, row in self._rows.items() if key.group_id != group_id}
+
+    async def delete_group_topics(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        forgotten = set(topic_ids)
+        self._rows = {
+            key: row
+            for key, row in self._rows.items()
+            if key.group_id != group_id or key.topic_id not in forgotten
+        }
 
     async def delete_topic(self, topic_id: uuid.UUID) -> None:
         self._rows = {key: row for key, row in self._rows.items() if key.topic_id != topic_id}

@@ -162,10 +162,16 @@ async def _session_for_fetch(
 ) -> ShareSession:
     sessions = ctx.broker.share_sessions
     if epoch == INITIAL_EPOCH:
-        session, replaced = sessions.open(group_id, member_id, requested)
+        session, replaced = sessions.open(group_id, member_id, requested, ctx.session)
+        if ctx.session is not None:
+            ctx.session.on_close[("share session", group_id, member_id)] = lambda: _disconnected(
+                ctx, group_id, member_id
+            )
         if replaced is not None:
             held, _ = await _resolve(ctx, group_id, replaced.partitions)
             await ctx.broker.share_partitions.release(member_id, list(held.values()))
+        opened, _ = await _resolve(ctx, group_id, requested)
+        ctx.broker.share_partitions.refresh_idle(list(opened.values()))
         return session
     if epoch == FINAL_EPOCH:
         return sessions.close(group_id, member_id)
@@ -177,6 +183,13 @@ async def _session_for_fetch(
         held, _ = await _resolve(ctx, group_id, dropped)
         await ctx.broker.share_partitions.release(member_id, list(held.values()))
     return session
+
+
+async def _disconnected(ctx: RequestContext, group_id: str, member_id: str) -> None:
+    session = ctx.broker.share_sessions.disconnect(group_id, member_id, ctx.session)
+    if session is not None:
+        held, _ = await _resolve(ctx, group_id, session.partitions)
+        await ctx.broker.share_partitions.release(member_id, list(held.values()))
 
 
 def _acks(topics: Iterable[Any], field: str) -> Acks:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import struct
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import ColumnElement, Connection, Row, delete, select, tuple_
@@ -42,6 +42,7 @@ from mirrorsim.broker.group.share_state_store import (
     TopicIdPartition,
     UnknownSharePartitionError,
     apply_writes,
+    reset_rows,
     take_over_rows,
 )
 from mirrorsim.broker.metadata import schema
@@ -75,10 +76,10 @@ class SqlShareStateStore:
         return await asyncio.to_thread(self._read, ShareStateKey(group_id, topic_id, partition))
 
     async def take_over(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareSnapshot | None:
         key = ShareStateKey(group_id, topic_id, partition)
-        (found,) = await self.take_over_many([(key, state_epoch)])
+        (found,) = await self.take_over_many([(key, leader_epoch)])
         return found
 
     async def take_over_many(
@@ -106,9 +107,23 @@ class SqlShareStateStore:
     async def read_group(self, group_id: str) -> dict[TopicIdPartition, ShareSnapshot]:
         return await asyncio.to_thread(self._read_group, group_id)
 
+    async def reset_start(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, start_offset: int
+    ) -> None:
+        key = ShareStateKey(group_id, topic_id, partition)
+        await asyncio.to_thread(self._reset_start, key, start_offset)
+
     async def delete_group(self, group_id: str) -> None:
         table = schema.share_group_states
         await asyncio.to_thread(self._delete, table.c.group_id == group_id)
+
+    async def delete_group_topics(self, group_id: str, topic_ids: Collection[uuid.UUID]) -> None:
+        table = schema.share_group_states
+        ids = sorted({str(topic_id) for topic_id in topic_ids})
+        if ids:
+            await asyncio.to_thread(
+                self._delete, (table.c.group_id == group_id) & table.c.topic_id.in_(ids)
+            )
 
     async def delete_topic(self, topic_id: uuid.UUID) -> None:
         table = schema.share_group_states
@@ -142,6 +157,11 @@ class SqlShareStateStore:
         with self._store.engine.begin() as conn:
             _require_partitions(conn, keys)
             _replace(conn, apply_writes(_stored(conn, keys), writes))
+
+    def _reset_start(self, key: ShareStateKey, start_offset: int) -> None:
+        with self._store.engine.begin() as conn:
+            _require_partitions(conn, [key])
+            _replace(conn, reset_rows(_stored(conn, [key]), [(key, start_offset)]))
 
     def _read_group(self, group_id: str) -> dict[TopicIdPartition, ShareSnapshot]:
         table = schema.share_group_states

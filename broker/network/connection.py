@@ -125,6 +125,7 @@ class Connection:
             self._reader_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
+            await self._run_close_callbacks()
             self._writer.close()
             try:
                 await asyncio.wait_for(self._writer.wait_closed(), CLOSE_TIMEOUT_S)
@@ -132,6 +133,15 @@ class Connection:
                 pass
             except TimeoutError:
                 self._writer.transport.abort()
+
+    async def _run_close_callbacks(self) -> None:
+        callbacks = list(self.session.on_close.values())
+        self.session.on_close.clear()
+        for callback in callbacks:
+            try:
+                await callback()
+            except Exception as exc:  # one failed cleanup must not stop the others
+                log.warning("connection %s: cleanup at close failed: %s", self.peer, str(exc))
 
     async def drain_and_close(self, timeout_s: float) -> None:
         """Stop reading, finish the requests already received (up to ``timeout_s``), close."""

@@ -8,6 +8,7 @@ SaslAuthenticate is served until the exchange completes.
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -46,6 +47,13 @@ class SecuritySession:
     that gets no response, once it is handled): a failed SASL exchange, where Kafka sends
     the error then closes, or a failed acks=0 produce, where closing is the only way to
     tell the producer to refresh its metadata."""
+    on_close: dict[Hashable, Callable[[], Awaitable[None]]] = field(
+        default_factory=dict, repr=False
+    )
+    """What to undo when the connection closes, by what it is about: a share consumer's
+    session ends with its connection, as in Kafka, so its records go back to the group at
+    once instead of when their locks expire. A later entry for the same key replaces the
+    earlier one."""
 
     @classmethod
     def start(cls, listener: ListenerSpec, certificate_principal: str | None) -> SecuritySession:

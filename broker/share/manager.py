@@ -4,9 +4,10 @@ Kafka's ``SharePartitionManager``: one `SharePartition` per share group and part
 created on the first ShareFetch that names it on the partition's leader. It starts from
 the durable state when there is one; otherwise from ``share.auto.offset.reset``, and that
 start is stored at once, so a later "latest" does not skip what was produced meanwhile.
-Loading also stores the state under the partition's leader epoch (the state epoch here):
-a previous leader that still holds the partition can no longer write, so nothing it
-acknowledges after the move is reported as done.
+Loading takes the stored state over (`ShareStateStore.take_over`): its state epoch goes
+up by one, and a previous holder of the partition (an old leader, or this broker before
+an admin reset) can no longer write, so nothing it acknowledges afterwards is reported
+as done.
 
 Every change to durable state (an acknowledgement, a release, a record archived at its
 delivery limit, the start offset moving) is written before the request that caused it is
@@ -28,7 +29,12 @@ from typing import Protocol
 
 from mirrorsim.broker.group.clock import Clock, TimerHandle
 from mirrorsim.broker.group.share_partition import SharePartition
-from mirrorsim.broker.group.share_state import AcquiredRange, FetchedBatch, ShareSnapshot
+from mirrorsim.broker.group.share_state import (
+    AcquiredRange,
+    FetchedBatch,
+    RecordState,
+    ShareSnapshot,
+)
 from mirrorsim.broker.replica import FetchKey, FetchParams, PartitionFetch, ReplicaManager
 from mirrorsim.broker.replica.partition import PartitionRead
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
@@ -47,12 +53,22 @@ _DURATION = re.compile(
 class ShareStates(Protocol):
     """What the manager needs of the durable share state (`ShareStateStore`)."""
 
+    async def initialize(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+    ) -> bool: ...
+
     async def take_over(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareSnapshot | None: ...
 
     async def write(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int,
     ) -> None: ...
 
 
@@ -95,6 +111,7 @@ class ShareRead:
 class _Loaded:
     partition: SharePartition
     leader_epoch: int
+    state_epoch: int
     timer: TimerHandle | None = None
     deadline_ms: int | None = None
     writes: list[asyncio.Task[ErrorCode]] = field(default_factory=list)
@@ -247,7 +264,8 @@ class SharePartitionManager:
                 key.group_id,
                 key.topic_id,
                 key.partition,
-                entry.partition.snapshot(state_epoch=entry.leader_epoch),
+                entry.partition.snapshot(state_epoch=entry.state_epoch),
+                leader_epoch=entry.leader_epoch,
             )
         except KafkaError as exc:
             self._unload(key)
@@ -275,27 +293,41 @@ class SharePartitionManager:
         return await asyncio.shield(pending)
 
     async def _load(self, key: ShareKey, leader_epoch: int) -> _Loaded:
+        """Take the stored state over, or store the first one; when another leader stores
+        a first state at the same time, take that one over instead."""
+        limits = self._limits
         snapshot = await self._states.take_over(
             key.group_id, key.topic_id, key.partition, leader_epoch
         )
-        limits = self._limits
         if snapshot is None:
-            partition = SharePartition(
-                start_offset=self._initial_offset(key),
-                delivery_count_limit=limits.delivery_count_limit,
-                max_in_flight=limits.max_in_flight,
-            )
-        else:
-            partition = SharePartition.from_snapshot(
-                snapshot,
-                delivery_count_limit=limits.delivery_count_limit,
-                max_in_flight=limits.max_in_flight,
-            )
-        entry = _Loaded(partition, leader_epoch)
+            first = ShareSnapshot(self._initial_offset(key))
+            if await self._states.initialize(key.group_id, key.topic_id, key.partition, first):
+                snapshot = first
+            else:
+                snapshot = await self._states.take_over(
+                    key.group_id, key.topic_id, key.partition, leader_epoch
+                )
+                if snapshot is None:
+                    raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        partition = SharePartition.from_snapshot(
+            snapshot,
+            delivery_count_limit=limits.delivery_count_limit,
+            max_in_flight=limits.max_in_flight,
+        )
+        entry = _Loaded(partition, leader_epoch, snapshot.state_epoch)
         self._loaded[key] = entry
-        if snapshot is None and await self._store(key, entry) != ErrorCode.NONE:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return entry
+
+    def refresh_idle(self, keys: Sequence[ShareKey]) -> None:
+        """Unload the partitions of ``keys`` in which nothing is acquired, so their next
+        use reads the stored state again. A share session opens after an admin reset or
+        deletion of the group's offsets (done while the group had no members) and so sees
+        it; a partition whose records other members hold keeps its state, which a reset
+        cannot have touched while they were members."""
+        for key in keys:
+            entry = self._loaded.get(key)
+            if entry is not None and not entry.partition.state_counts()[RecordState.ACQUIRED]:
+                self._unload(key)
 
     def _initial_offset(self, key: ShareKey) -> int:
         """Where a share partition without state starts (``share.auto.offset.reset``)."""
