@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 READ_COMMITTED = 1
+MIN_READ_BYTES = 64 * 1024
+FIRST_READ_BYTES = 1024 * 1024
+READ_HEADROOM = 2.0
 _DURATION = re.compile(
     r"^P(?:(?P<days>\d+)D)?(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+)S)?)?$"
 )
@@ -108,10 +111,12 @@ class ShareRead:
 
 
 @dataclass(slots=True)
-class _Loaded:
+class LoadedSharePartition:
     partition: SharePartition
     leader_epoch: int
     state_epoch: int
+    bytes_per_record: float = 0.0
+    """What the log's records took per offset in the last read; 0 before the first."""
     timer: TimerHandle | None = None
     deadline_ms: int | None = None
     writes: list[asyncio.Task[ErrorCode]] = field(default_factory=list)
@@ -132,8 +137,8 @@ class SharePartitionManager:
         self._group_settings = group_settings
         self._limits = limits
         self._clock = clock
-        self._loaded: dict[ShareKey, _Loaded] = {}
-        self._loading: dict[ShareKey, asyncio.Future[_Loaded]] = {}
+        self._loaded: dict[ShareKey, LoadedSharePartition] = {}
+        self._loading: dict[ShareKey, asyncio.Future[LoadedSharePartition]] = {}
 
     def lock_duration_ms(self, group_id: str) -> int:
         own = self._group_settings(group_id).record_lock_duration_ms
@@ -175,7 +180,10 @@ class SharePartitionManager:
             self._expire(key, entry)
             offset = entry.partition.fetch_offset()
             if offset is not None:
-                wanted[key] = PartitionFetch(fetch_offset=offset, partition_max_bytes=max_bytes)
+                wanted[key] = PartitionFetch(
+                    fetch_offset=offset,
+                    partition_max_bytes=read_limit(entry, max_bytes, max_records),
+                )
         if not wanted:
             return answers
         isolation = {self._group_settings(key.group_id).isolation_level for key in wanted}
@@ -203,10 +211,18 @@ class SharePartitionManager:
         return answers
 
     def _acquire(
-        self, key: ShareKey, entry: _Loaded, member_id: str, read: PartitionRead, max_records: int
+        self,
+        key: ShareKey,
+        entry: LoadedSharePartition,
+        member_id: str,
+        read: PartitionRead,
+        max_records: int,
     ) -> ShareRead:
         entry.partition.advance_log_start(read.log_start_offset)
-        batches = list(iter_batches(read.records))
+        batches = list(iter_batches(read.records, share_memory=True))
+        if batches:
+            offsets = batches[-1].last_offset - batches[0].base_offset + 1
+            entry.bytes_per_record = len(read.records) / offsets
         fetched = _fetched_batches(batches, read.aborted_transactions)
         acquired = entry.partition.acquire(
             member_id,
@@ -257,7 +273,7 @@ class SharePartitionManager:
                 writes.append(self._store(key, entry))
         await asyncio.gather(*writes)
 
-    async def _store(self, key: ShareKey, entry: _Loaded) -> ErrorCode:
+    async def _store(self, key: ShareKey, entry: LoadedSharePartition) -> ErrorCode:
         """Write the partition's state; a write fenced by a newer leader unloads it."""
         try:
             await self._states.write(
@@ -274,7 +290,7 @@ class SharePartitionManager:
 
     # Loading
 
-    async def _entry(self, key: ShareKey) -> _Loaded:
+    async def _entry(self, key: ShareKey) -> LoadedSharePartition:
         """The loaded share partition, (re)loaded when this broker has become the
         partition's leader again since it was loaded."""
         replica = self._replicas.partition(key.topic, key.partition)
@@ -292,7 +308,7 @@ class SharePartitionManager:
             pending.add_done_callback(lambda _: self._loading.pop(key, None))
         return await asyncio.shield(pending)
 
-    async def _load(self, key: ShareKey, leader_epoch: int) -> _Loaded:
+    async def _load(self, key: ShareKey, leader_epoch: int) -> LoadedSharePartition:
         """Take the stored state over, or store the first one; when another leader stores
         a first state at the same time, take that one over instead."""
         limits = self._limits
@@ -314,7 +330,7 @@ class SharePartitionManager:
             delivery_count_limit=limits.delivery_count_limit,
             max_in_flight=limits.max_in_flight,
         )
-        entry = _Loaded(partition, leader_epoch, snapshot.state_epoch)
+        entry = LoadedSharePartition(partition, leader_epoch, snapshot.state_epoch)
         self._loaded[key] = entry
         return entry
 
@@ -351,7 +367,7 @@ class SharePartitionManager:
 
     # Acquisition locks
 
-    def _arm(self, key: ShareKey, entry: _Loaded) -> None:
+    def _arm(self, key: ShareKey, entry: LoadedSharePartition) -> None:
         """Keep one timer per partition, at its earliest lock deadline."""
         deadline = entry.partition.next_deadline_ms()
         if deadline == entry.deadline_ms:
@@ -363,18 +379,30 @@ class SharePartitionManager:
             delay = deadline - self._clock.now_ms()
             entry.timer = self._clock.call_later(delay, lambda: self._on_deadline(key, entry))
 
-    def _on_deadline(self, key: ShareKey, entry: _Loaded) -> None:
+    def _on_deadline(self, key: ShareKey, entry: LoadedSharePartition) -> None:
         entry.timer, entry.deadline_ms = None, None
         if self._loaded.get(key) is not entry:
             return
         self._expire(key, entry)
         self._arm(key, entry)
 
-    def _expire(self, key: ShareKey, entry: _Loaded) -> None:
+    def _expire(self, key: ShareKey, entry: LoadedSharePartition) -> None:
         if entry.partition.release_expired(self._clock.now_ms()):
             task = asyncio.ensure_future(self._store(key, entry))
             entry.writes.append(task)
             task.add_done_callback(lambda done: _forget(entry.writes, done, key))
+
+
+def read_limit(entry: LoadedSharePartition, max_bytes: int, max_records: int) -> int:
+    """How much of the log to read for ``max_records`` records. A share consumer asks for
+    few records (librdkafka: 500) and many bytes (52 MB), and reading all those bytes to
+    hand out 500 records would copy the whole backlog on every fetch; the partition's
+    recent bytes per record, with room to spare, bound the read instead (at least
+    `MIN_READ_BYTES`; a partition's first read takes at most `FIRST_READ_BYTES`)."""
+    if entry.bytes_per_record <= 0:
+        return min(max_bytes, FIRST_READ_BYTES)
+    wanted = int(entry.bytes_per_record * max_records * READ_HEADROOM)
+    return min(max_bytes, max(MIN_READ_BYTES, wanted))
 
 
 def _forget(writes: list[asyncio.Task[ErrorCode]], done: asyncio.Task[None], key: ShareKey) -> None:
