@@ -82,6 +82,17 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
+def one_of_ignoring_case(*choices: str) -> Validator:
+    """Kafka's ``CaseInsensitiveValidString``."""
+
+    def check(value: Any) -> str | None:
+        if str(value).lower() in choices:
+            return None
+        return f"String must be one of (case insensitive): {', '.join(choices)}"
+
+    return check
+
+
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME_LENGTH = 249
 
@@ -455,6 +466,13 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker("group.consumer.heartbeat.interval.ms", T.INT, "5000", at_least(1), read_only=True),
         _broker("group.consumer.session.timeout.ms", T.INT, "45000", at_least(1), read_only=True),
         _broker("group.consumer.max.size", T.INT, str(INT_MAX), at_least(1), read_only=True),
+        _broker(
+            "group.consumer.migration.policy",
+            T.STRING,
+            "bidirectional",
+            one_of_ignoring_case("bidirectional", "upgrade", "downgrade", "disabled"),
+            read_only=True,
+        ),
         _broker("group.share.heartbeat.interval.ms", T.INT, "5000", at_least(1), read_only=True),
         _broker("group.share.session.timeout.ms", T.INT, "45000", at_least(1), read_only=True),
         _broker("group.share.max.size", T.INT, "200", between(1, 1000), read_only=True),

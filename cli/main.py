@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "dump-log": "mirrorsim.cli.cmd_dump_log:dump_log_command",
     "features": "mirrorsim.cli.cmd_features:features",
     "groups": "mirrorsim.cli.cmd_groups:groups",
+    "share-groups": "mirrorsim.cli.cmd_share_groups:share_groups",
     "topics": "mirrorsim.cli.cmd_topics:topics",
     "up": "mirrorsim.cli.cmd_up:up",
     "verify": "mirrorsim.cli.cmd_verify:verify",

@@ -57,6 +57,9 @@ from mirrorsim.client.admin_types import (
     ResourceType,
     Results,
     ScramUpsertion,
+    ShareGroupDescription,
+    ShareMemberDescription,
+    SharePartitionOffsetInfo,
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
@@ -103,6 +106,10 @@ class ApiKey:
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
     CONSUMER_GROUP_DESCRIBE = 69
+    SHARE_GROUP_DESCRIBE = 77
+    DESCRIBE_SHARE_GROUP_OFFSETS = 90
+    ALTER_SHARE_GROUP_OFFSETS = 91
+    DELETE_SHARE_GROUP_OFFSETS = 92
 
 
 class Admin:
@@ -558,9 +565,13 @@ class Admin:
         """ListGroups to every broker (each lists the groups it coordinates), merged and sorted
         by group id.
         """
+        return await self._list_groups([])
+
+    async def _list_groups(self, types: list[str]) -> list[ConsumerGroupListing]:
+        """ListGroups of the given group types (all types when empty) from every broker."""
 
         async def from_broker(node_id: int) -> list[ConsumerGroupListing]:
-            spec = RequestSpec(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+            spec = RequestSpec(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": types})
             response = await self.cluster.send_to_node(node_id, spec)
             raise_for_error(response.error_code)
             return [
@@ -786,6 +797,150 @@ class Admin:
         ids = list(group_ids)
         errors = await asyncio.gather(*(delete(g) for g in ids))
         return Results(dict(zip(ids, errors, strict=True)))
+
+    # Share groups (KIP-932)
+
+    async def list_share_groups(self) -> list[ConsumerGroupListing]:
+        """ListGroups of type ``share`` to every broker, merged and sorted by group id
+        (Kafka's ``listGroups(ListGroupsOptions.forShareGroups())``)."""
+        return await self._list_groups(["share"])
+
+    async def describe_share_groups(
+        self, group_ids: Iterable[str]
+    ) -> dict[str, ShareGroupDescription]:
+        """ShareGroupDescribe to each group's coordinator. Raises a group's error
+        (GROUP_ID_NOT_FOUND for an unknown group or one of another type)."""
+
+        async def describe(group_id: str) -> ShareGroupDescription:
+            spec = RequestSpec(
+                ApiKey.SHARE_GROUP_DESCRIBE,
+                {"group_ids": [group_id], "include_authorized_operations": False},
+            )
+            response = await self._to_coordinator(group_id, spec)
+            group = response.groups[0]
+            raise_for_error(group.error_code, group.error_message)
+            await self.cluster.refresh_metadata()
+            names = await self._topic_names_by_id()
+            return ShareGroupDescription(
+                group.group_id,
+                group.group_state,
+                group.group_epoch,
+                group.assignment_epoch,
+                group.assignor_name,
+                tuple(
+                    ShareMemberDescription(
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                        m.member_epoch,
+                        tuple(m.subscribed_topic_names),
+                        tuple(
+                            TopicPartition(names.get(t.topic_id, t.topic_name), p)
+                            for t in m.assignment.topic_partitions
+                            for p in t.partitions
+                        ),
+                    )
+                    for m in group.members
+                ),
+            )
+
+        ids = list(group_ids)
+        described = await asyncio.gather(*(describe(g) for g in ids))
+        return dict(zip(ids, described, strict=True))
+
+    async def list_share_group_offsets(
+        self, group_id: str, topics: Iterable[str] | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        """DescribeShareGroupOffsets to the group's coordinator: each partition's start offset
+        (SPSO), with its lag and leader epoch where known (None otherwise), for every
+        partition of ``topics`` or, when None, every partition the group has state for.
+        Partitions without state are left out. Raises the group's or a partition's error."""
+        wanted = None
+        if topics is not None:
+            names = sorted(set(topics))
+            await self.cluster.refresh_metadata(names)
+            wanted = [
+                {"topic_name": name, "partitions": sorted(self.cluster.partitions_for(name))}
+                for name in names
+            ]
+        spec = RequestSpec(
+            ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+            {"groups": [{"group_id": group_id, "topics": wanted}]},
+        )
+        group = (await self._to_coordinator(group_id, spec)).groups[0]
+        raise_for_error(group.error_code, group.error_message)
+        offsets = {}
+        for t in group.topics:
+            for p in t.partitions:
+                tp = TopicPartition(t.topic_name, int(p.partition_index))
+                raise_for_error(p.error_code, p.error_message or f"{tp.topic}-{tp.partition}")
+                if int(p.start_offset) < 0:
+                    continue
+                epoch, lag = int(p.leader_epoch), int(getattr(p, "lag", -1))
+                offsets[tp] = SharePartitionOffsetInfo(
+                    int(p.start_offset), None if epoch < 0 else epoch, None if lag < 0 else lag
+                )
+        return offsets
+
+    async def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int]
+    ) -> Results[TopicPartition]:
+        """AlterShareGroupOffsets to the group's coordinator: each partition's share state
+        starts over at the given start offset. The group must have no members (raises
+        NON_EMPTY_GROUP; GROUP_ID_NOT_FOUND for a group of another type); an unknown group
+        id becomes an Empty share group. Per partition None or its error."""
+        topics = [
+            {
+                "topic_name": topic,
+                "partitions": [
+                    {"partition_index": tp.partition, "start_offset": offset}
+                    for tp, offset in offsets.items()
+                    if tp.topic == topic
+                ],
+            }
+            for topic in sorted({tp.topic for tp in offsets})
+        ]
+        spec = RequestSpec(
+            ApiKey.ALTER_SHARE_GROUP_OFFSETS, {"group_id": group_id, "topics": topics}
+        )
+        response = await self._to_coordinator(group_id, spec)
+        raise_for_error(response.error_code, response.error_message)
+        return Results(
+            {
+                TopicPartition(t.topic_name, int(p.partition_index)): error_from_wire(
+                    p.error_code, p.error_message
+                )
+                for t in response.responses
+                for p in t.partitions
+            }
+        )
+
+    async def delete_share_group_offsets(
+        self, group_id: str, topics: Iterable[str]
+    ) -> Results[str]:
+        """DeleteShareGroupOffsets to the group's coordinator: the group's share state of
+        every partition of ``topics`` is deleted, so a consumer starts again where
+        ``share.auto.offset.reset`` says. The group must have no members (raises
+        NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND). Per topic None or its error."""
+        names = list(dict.fromkeys(topics))
+        spec = RequestSpec(
+            ApiKey.DELETE_SHARE_GROUP_OFFSETS,
+            {"group_id": group_id, "topics": [{"topic_name": name} for name in names]},
+        )
+        response = await self._to_coordinator(group_id, spec)
+        raise_for_error(response.error_code, response.error_message)
+        return Results(
+            {
+                t.topic_name: error_from_wire(t.error_code, t.error_message)
+                for t in response.responses
+            }
+        )
+
+    async def delete_share_groups(self, group_ids: Iterable[str]) -> Results[str]:
+        """DeleteGroups for share groups (Kafka's ``deleteShareGroups``): an Empty share group
+        is deleted with its share state; per group None or its error (NON_EMPTY_GROUP while
+        members are active, GROUP_ID_NOT_FOUND)."""
+        return await self.delete_consumer_groups(group_ids)
 
     # SCRAM users
 

@@ -212,6 +212,41 @@ class ConsumerProtocolGroupDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareMemberDescription:
+    """A member of a KIP-932 share group (ShareGroupDescribe)."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    member_epoch: int
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescription:
+    """A KIP-932 share group: epochs, the assignor and its members."""
+
+    group_id: str
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor: str
+    members: tuple[ShareMemberDescription, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class SharePartitionOffsetInfo:
+    """A share group's offset of one partition (Kafka's ``SharePartitionOffsetInfo``): the
+    share-partition start offset, below which every record is done with, and the leader
+    epoch and lag where the broker knows them."""
+
+    start_offset: int
+    leader_epoch: int | None
+    lag: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class AclBinding:
     resource_type: ResourceType
     resource_name: str

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
         QuotaFilterComponent,
         Results,
         ScramUpsertion,
+        ShareGroupDescription,
+        SharePartitionOffsetInfo,
         TopicDescription,
         TopicPartition,
     )
@@ -203,6 +205,34 @@ class SyncAdmin:
     def delete_consumer_groups(self, group_ids: Iterable[str]) -> Results[str]:
         """Blocks on :meth:`Admin.delete_consumer_groups`."""
         return self._run(self._admin.delete_consumer_groups(group_ids))
+
+    def list_share_groups(self) -> list[ConsumerGroupListing]:
+        """Blocks on :meth:`Admin.list_share_groups`."""
+        return self._run(self._admin.list_share_groups())
+
+    def describe_share_groups(self, group_ids: Iterable[str]) -> dict[str, ShareGroupDescription]:
+        """Blocks on :meth:`Admin.describe_share_groups`."""
+        return self._run(self._admin.describe_share_groups(group_ids))
+
+    def list_share_group_offsets(
+        self, group_id: str, topics: Iterable[str] | None = None
+    ) -> dict[TopicPartition, SharePartitionOffsetInfo]:
+        """Blocks on :meth:`Admin.list_share_group_offsets`."""
+        return self._run(self._admin.list_share_group_offsets(group_id, topics))
+
+    def alter_share_group_offsets(
+        self, group_id: str, offsets: Mapping[TopicPartition, int]
+    ) -> Results[TopicPartition]:
+        """Blocks on :meth:`Admin.alter_share_group_offsets`."""
+        return self._run(self._admin.alter_share_group_offsets(group_id, offsets))
+
+    def delete_share_group_offsets(self, group_id: str, topics: Iterable[str]) -> Results[str]:
+        """Blocks on :meth:`Admin.delete_share_group_offsets`."""
+        return self._run(self._admin.delete_share_group_offsets(group_id, topics))
+
+    def delete_share_groups(self, group_ids: Iterable[str]) -> Results[str]:
+        """Blocks on :meth:`Admin.delete_share_groups`."""
+        return self._run(self._admin.delete_share_groups(group_ids))
 
     def alter_user_scram_credentials(
         self,

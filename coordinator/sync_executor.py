@@ -11,7 +11,10 @@ then runs three stages, each reading its own views right before diffing them:
   through the metadata controller (a created mirror topic keeps the source topic id);
 - consumer group offsets: ListGroups and OffsetFetch on both clusters over the wire
   (OffsetFetch v8+ batches every group a coordinator owns into one request); commits go
-  through the destination's group coordinator with OffsetCommit, as Kafka's Admin does;
+  through the destination's group coordinator with OffsetCommit, as Kafka's Admin does.
+  Share groups the same way with DescribeShareGroupOffsets (their share-partition start
+  offsets) and AlterShareGroupOffsets; a cluster that does not serve
+  DescribeShareGroupOffsets leaves its share groups unread, and they are not synced;
 - ACLs: DescribeAcls on the source against the destination's ACL store.
 
 The stages are independent (the group stage syncs the topics that were MIRRORING when
@@ -35,7 +38,7 @@ import collections
 import dataclasses
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -100,6 +103,9 @@ StageResult = TypeVar("StageResult")
 OFFSET_COMMIT_KEY = 8
 OFFSET_FETCH_KEY = 9
 FIND_COORDINATOR_KEY = 10
+DESCRIBE_SHARE_GROUP_OFFSETS_KEY = 90
+ALTER_SHARE_GROUP_OFFSETS_KEY = 91
+FIRST_DESCRIBE_OF_ALL_SHARE_OFFSETS = 1
 GROUP_KEY_TYPE = 0
 FIRST_BATCHED_OFFSET_FETCH = 8
 GROUPS_PER_OFFSET_FETCH = 200
@@ -152,6 +158,7 @@ class SyncCycleReport:
     group_commits: list[CommitGroupOffsets] = field(default_factory=list)
     group_conflicts: list[GroupConflict] = field(default_factory=list)
     skipped_active_groups: list[str] = field(default_factory=list)
+    unread_groups: list[str] = field(default_factory=list)
     acl_operations: list[AclSyncOperation] = field(default_factory=list)
     errors: collections.Counter[SyncError] = field(default_factory=collections.Counter)
 
@@ -514,22 +521,39 @@ class MirrorSyncExecutor:
         ]
         if not source_listings:
             return None
-        source_names = {info.topic_id: n for n, info in source.cluster.metadata.topics.items()}
+        source_topics = source.cluster.metadata.topics
         source_groups = await read_group_views(
-            source.cluster, source_listings, synced, source_names
+            source.cluster,
+            source_listings,
+            {n: tuple(t.partitions) for n, t in source_topics.items() if n in synced},
+            {info.topic_id: n for n, info in source_topics.items()},
         )
         destination = await self._destination_admin()
         wanted = {g.group_id for g in source_listings}
         destination_listings = [
             g for g in await destination.list_consumer_groups() if g.group_id in wanted
         ]
-        destination_names = {t.topic_id: n for n, t in self._broker.snapshot.topics.items()}
+        listed = {g.group_id for g in destination_listings}
+        destination_listings += [
+            _stored_share_group(g.group_id)
+            for g in source_listings
+            if g.group_id not in listed and _group_type(g).is_share
+        ]
+        destination_topics = self._broker.snapshot.topics
         destination_groups = await read_group_views(
-            destination.cluster, destination_listings, synced, destination_names
+            destination.cluster,
+            destination_listings,
+            {
+                n: tuple(p.partition for p in t.partitions)
+                for n, t in destination_topics.items()
+                if n in synced
+            },
+            {t.topic_id: n for n, t in destination_topics.items()},
         )
         plan = diff_groups(source_groups, destination_groups, mirror_topics, include)
         report.group_conflicts.extend(plan.conflicts)
         report.skipped_active_groups.extend(plan.skipped_active)
+        report.unread_groups.extend(plan.unread)
         for conflict in plan.conflicts:
             log.warning("mirror %s: %s", report.mirror, conflict.message)
             self._fail(report, SyncError.CONSUMER_GROUP_OFFSET)
@@ -538,6 +562,13 @@ class MirrorSyncExecutor:
                 "mirror %s: group %s has members on the destination; offsets not synced",
                 report.mirror,
                 skipped,
+            )
+        if plan.unread:
+            log.warning(
+                "mirror %s: offsets of %s could not be read (a cluster without "
+                "DescribeShareGroupOffsets); not synced",
+                report.mirror,
+                ", ".join(plan.unread),
             )
         return plan
 
@@ -570,8 +601,9 @@ class MirrorSyncExecutor:
         committers: list[ClusterClient],
         commits: Iterable[CommitGroupOffsets],
     ) -> None:
-        """OffsetCommit per group straight to its coordinator, found for all groups in one
-        FindCoordinator; one commit in flight per committer client.
+        """OffsetCommit (AlterShareGroupOffsets for a share group) per group straight to its
+        coordinator, found for all groups in one FindCoordinator; one commit in flight per
+        committer client.
 
         A broker handles one request of a connection at a time, each OffsetCommit waiting
         for its offsets to be stored, so commits over one connection cost a store write
@@ -588,7 +620,10 @@ class MirrorSyncExecutor:
         async def commit_one(commit: CommitGroupOffsets) -> None:
             cluster = await idle.get()
             try:
-                await _commit_offsets(cluster, coordinators[commit.group_id], commit, topic_ids)
+                if commit.group_type.is_share:
+                    await _alter_share_offsets(cluster, coordinators[commit.group_id], commit)
+                else:
+                    await _commit_offsets(cluster, coordinators[commit.group_id], commit, topic_ids)
             except Exception:
                 log.exception(
                     "mirror %s: committing offsets of group %s failed",
@@ -648,26 +683,29 @@ class MirrorSyncExecutor:
 async def read_group_views(
     cluster: ClusterClient,
     listings: Iterable[ConsumerGroupListing],
-    topics: set[str],
+    topics: Mapping[str, Collection[int]],
     names_by_id: Mapping[uuid.UUID | None, str],
 ) -> list[GroupView]:
-    """Each listed group with its committed offsets on ``topics``.
+    """Each listed group with its offsets on ``topics`` (the mirror's topics with their
+    partitions on this cluster): committed offsets, or start offsets for share groups.
 
-    Groups are batched per coordinator into OffsetFetch v8+ requests, so a cycle over
-    1,000 groups costs a handful of round trips instead of two per group.
+    Groups are batched per coordinator into OffsetFetch v8+ requests (share groups into
+    DescribeShareGroupOffsets requests), so a cycle over 1,000 groups costs a handful of
+    round trips instead of two per group.
     """
     listed = {g.group_id: g for g in listings}
-    readable = [g for g, listing in listed.items() if not _group_type(listing).is_share]
-    offsets: dict[str, dict[TopicPartition, int]] = {group_id: {} for group_id in listed}
-    if readable:
-        coordinators = await _find_coordinators(cluster, readable)
-        by_node: dict[int, list[str]] = collections.defaultdict(list)
-        for group_id in readable:
-            by_node[coordinators[group_id]].append(group_id)
+    offsets: dict[str, dict[TopicPartition, int] | None] = {group_id: {} for group_id in listed}
+    if listed:
+        coordinators = await _find_coordinators(cluster, list(listed))
+        by_node: dict[tuple[int, bool], list[str]] = collections.defaultdict(list)
+        for group_id, listing in listed.items():
+            by_node[coordinators[group_id], _group_type(listing).is_share].append(group_id)
         fetched = await asyncio.gather(
             *(
-                _fetch_offsets(cluster, node, chunk, topics, names_by_id)
-                for node, group_ids in by_node.items()
+                _describe_share_offsets(cluster, node, chunk, topics, names_by_id)
+                if is_share
+                else _fetch_offsets(cluster, node, chunk, topics, names_by_id)
+                for (node, is_share), group_ids in by_node.items()
                 for chunk in _chunks(group_ids, GROUPS_PER_OFFSET_FETCH)
             )
         )
@@ -677,11 +715,20 @@ async def read_group_views(
         GroupView(
             group_id,
             _group_type(listing),
-            offsets[group_id],
+            offsets[group_id] or {},
             has_active_members=listing.state.lower() not in INACTIVE_GROUP_STATES,
+            readable=offsets[group_id] is not None,
         )
         for group_id, listing in listed.items()
     ]
+
+
+def _stored_share_group(group_id: str) -> ConsumerGroupListing:
+    """A share group the destination does not list but may hold start offsets for: a
+    share group's state outlives its membership (a restarted coordinator lists no group
+    until a member joins), and "never backwards" needs the stored start offsets. Described
+    like a listed one, it reads as no offsets when nothing is stored."""
+    return ConsumerGroupListing(group_id, "", GroupType.SHARE.value, GroupType.SHARE.value)
 
 
 def _group_type(listing: ConsumerGroupListing) -> GroupType:
@@ -720,7 +767,7 @@ async def _fetch_offsets(
     cluster: ClusterClient,
     node_id: int,
     group_ids: list[str],
-    topics: set[str],
+    topics: Mapping[str, Collection[int]],
     names_by_id: Mapping[uuid.UUID | None, str],
 ) -> dict[str, dict[TopicPartition, int]]:
     async def one_request(groups: list[str]) -> dict[str, dict[TopicPartition, int]]:
@@ -763,7 +810,9 @@ async def _fetch_offsets(
 
 
 def _committed(
-    response_topics: Iterable[Any], topics: set[str], names_by_id: Mapping[uuid.UUID | None, str]
+    response_topics: Iterable[Any],
+    topics: Mapping[str, Collection[int]],
+    names_by_id: Mapping[uuid.UUID | None, str],
 ) -> dict[TopicPartition, int]:
     committed = {}
     for t in response_topics:
@@ -784,11 +833,6 @@ async def _commit_offsets(
 ) -> None:
     """Generation -1 and no member: the simple commit Kafka's Admin sends, which the
     coordinator accepts only while the group has no members."""
-    if commit.group_type.is_share:
-        raise KafkaError(
-            ErrorCode.UNSUPPORTED_VERSION,
-            f"share group {commit.group_id}: AlterShareGroupOffsets is not supported",
-        )
     by_topic: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
     for tp, offset in sorted(commit.offsets.items()):
         by_topic[tp.topic].append((tp.partition, offset))
@@ -829,5 +873,119 @@ async def _commit_offsets(
                     target = (await cluster.find_coordinator(commit.group_id)).node_id
                     raise KafkaError(code, f"group {commit.group_id}")
                 raise_for_error(code, f"group {commit.group_id}")
+
+    await cluster.retrying(attempt)
+
+
+async def _describe_share_offsets(
+    cluster: ClusterClient,
+    node_id: int,
+    group_ids: list[str],
+    topics: Mapping[str, Collection[int]],
+    names_by_id: Mapping[uuid.UUID | None, str],
+) -> dict[str, dict[TopicPartition, int] | None]:
+    """Share-partition start offsets of ``group_ids`` on ``topics``, with one
+    DescribeShareGroupOffsets to their coordinator ``node_id``. From v1 the request asks
+    for every partition the group has state for (null topics), as OffsetFetch does, so
+    its size does not grow with the mirror's partitions times the groups; v0 names each
+    of ``topics``' partitions. None for each group when the coordinator does not serve
+    the API (the spec: "share group offsets won't be synchronized") or leaves the group
+    out of its answer, and no offsets for a group that is gone."""
+
+    def request(named: bool) -> RequestSpec:
+        wanted = [
+            {"topic_name": topic, "partitions": sorted(partitions)}
+            for topic, partitions in sorted(topics.items())
+        ]
+        return RequestSpec(
+            DESCRIBE_SHARE_GROUP_OFFSETS_KEY,
+            {"groups": [{"group_id": g, "topics": wanted if named else None} for g in group_ids]},
+        )
+
+    async def attempt() -> dict[str, dict[TopicPartition, int] | None]:
+        connection = await cluster.connection(node_id)
+        version = connection.max_supported(
+            DESCRIBE_SHARE_GROUP_OFFSETS_KEY, versions_we_have(DESCRIBE_SHARE_GROUP_OFFSETS_KEY)
+        )
+        if version is None:
+            return dict.fromkeys(group_ids)
+        response = await cluster.send_to_node(
+            node_id, request(named=version < FIRST_DESCRIBE_OF_ALL_SHARE_OFFSETS)
+        )
+        found: dict[str, dict[TopicPartition, int] | None] = dict.fromkeys(group_ids)
+        for answer in response.groups:
+            code = ErrorCode(int(answer.error_code))
+            if code in _COORDINATOR_MOVED:
+                raise KafkaError(code, f"group {answer.group_id}")
+            if code == ErrorCode.GROUP_ID_NOT_FOUND:
+                found[answer.group_id] = {}
+                continue
+            raise_for_error(code, answer.error_message or f"group {answer.group_id}")
+            found[answer.group_id] = _start_offsets(answer.topics, topics, names_by_id)
+        return found
+
+    return await cluster.retrying(attempt)
+
+
+def _start_offsets(
+    response_topics: Iterable[Any],
+    topics: Mapping[str, Collection[int]],
+    names_by_id: Mapping[uuid.UUID | None, str],
+) -> dict[TopicPartition, int]:
+    """The initialized share partitions' start offsets; a partition without state
+    answers -1 (or an error) and has nothing to sync."""
+    started = {}
+    for t in response_topics:
+        name = t.topic_name or names_by_id.get(t.topic_id, "")
+        if name not in topics:
+            continue
+        for p in t.partitions:
+            if int(p.error_code) == ErrorCode.NONE and int(p.start_offset) >= 0:
+                started[TopicPartition(name, int(p.partition_index))] = int(p.start_offset)
+    return started
+
+
+async def _alter_share_offsets(
+    cluster: ClusterClient, node_id: int, commit: CommitGroupOffsets
+) -> None:
+    """AlterShareGroupOffsets to the group's coordinator: it sets each share partition's
+    start offset with nothing in flight, creating the share group if it does not exist
+    (the spec: no pre-creation needed), and refuses while the group has members."""
+    by_topic: dict[str, list[tuple[int, int]]] = collections.defaultdict(list)
+    for tp, offset in sorted(commit.offsets.items()):
+        by_topic[tp.topic].append((tp.partition, offset))
+    spec = RequestSpec(
+        ALTER_SHARE_GROUP_OFFSETS_KEY,
+        {
+            "group_id": commit.group_id,
+            "topics": [
+                {
+                    "topic_name": topic,
+                    "partitions": [
+                        {"partition_index": partition, "start_offset": offset}
+                        for partition, offset in partitions
+                    ],
+                }
+                for topic, partitions in by_topic.items()
+            ],
+        },
+    )
+    target = node_id
+
+    async def attempt() -> None:
+        nonlocal target
+        response = await cluster.send_to_node(target, spec)
+        code = ErrorCode(int(response.error_code))
+        if code in _COORDINATOR_MOVED:
+            target = (await cluster.find_coordinator(commit.group_id)).node_id
+            raise KafkaError(code, f"group {commit.group_id}")
+        raise_for_error(code, response.error_message or f"group {commit.group_id}")
+        for t in response.responses:
+            for p in t.partitions:
+                raise_for_error(
+                    p.error_code,
+                    p.error_message
+                    or f"group {commit.group_id} {t.topic_name}-{p.partition_index}",
+                )
 
     await cluster.retrying(attempt)

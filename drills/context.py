@@ -58,7 +58,7 @@ class DrillContext:
     work_dir: Path
     clusters: dict[str, DrillCluster] = field(default_factory=dict)
     producers: dict[str, ProducerWorkload] = field(default_factory=dict)
-    consumers: dict[str, ConsumerWorkload] = field(default_factory=dict)
+    consumers: dict[str, ConsumerWorkload[Any]] = field(default_factory=dict)
     mirrors: dict[tuple[str, str], MirrorLink] = field(default_factory=dict)
     acks: list[Ack] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)

@@ -103,6 +103,12 @@ def markdown(result: DrillResult, events: Sequence[Event]) -> str:
             lines.append(f"| {label} | {results[key]} |")
     for group, count in sorted(results.get("duplicates", {}).items()):
         lines.append(f"| duplicates seen by consumer group `{group}` | {count} |")
+    for name, count in sorted(results.get("reprocessed", {}).items()):
+        lines.append(
+            f"| re-processed after failover by `{name}` | {count} (bound "
+            f"{results['reprocess_bound'][name]}: done after the last possible sync or in "
+            f"flight; {results['in_flight'][name]} in flight at the move) |"
+        )
     verification = results.get("verification")
     if verification is not None:
         verdict = "converged" if verification["converged"] else "NOT converged"

@@ -118,7 +118,8 @@ async def _shut_down(ctx: DrillContext, sampler: TimelineSampler) -> None:
 
 def _finalize(ctx: DrillContext) -> None:
     """Derive the numbers the steps could not know alone: duplicates per consumer
-    group, and the RTO when a moved producer (not a probe) wrote first."""
+    group, what each consumer moved by a failover re-processed (with its bound), and the
+    RTO when a moved producer (not a probe) wrote first."""
     results = ctx.results
     for name, consumer in ctx.consumers.items():
         results.setdefault("duplicates", {})[name] = consumer.duplicates()
@@ -127,6 +128,14 @@ def _finalize(ctx: DrillContext) -> None:
     results["failed_sends"] = {n: p.failed for n, p in ctx.producers.items()}
     failover = results.get("_failover")
     if failover is not None:
+        for name, consumer in ctx.consumers.items():
+            reprocessed = consumer.reprocessed()
+            if reprocessed is None:
+                continue
+            bound = consumer.reprocess_bound(results["failover_time"], failover["sync_interval_s"])
+            results.setdefault("reprocessed", {})[name] = reprocessed
+            results.setdefault("reprocess_bound", {})[name] = bound
+            results.setdefault("in_flight", {})[name] = consumer.in_flight()
         firsts = [
             ctx.producers[n].first_ack_after_move
             for n in failover.get("moved", [])

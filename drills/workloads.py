@@ -13,10 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError as ClientError
@@ -25,6 +27,7 @@ from mirrorsim.drills.context import Ack, DrillContext
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+ClientT = TypeVar("ClientT")
 
 TICK_S = 0.05
 UNPACED_CHUNK = 200
@@ -273,17 +276,25 @@ class ConsumerSpec:
     isolation_level: str = "read_uncommitted"
 
 
-class ConsumerWorkload:
-    """A consumer-group member that commits after every poll, so a switch re-delivers
-    only what the committed offsets (or their mirrored copies) do not cover."""
+class ConsumerWorkload(ABC, Generic[ClientT]):
+    """A group member that commits after every poll, so a switch re-delivers only what
+    the committed offsets (or their mirrored copies) do not cover.
+
+    Subclasses bring the client (``_connect``, ``_poll``; aiokafka here, confluent-kafka in
+    ``confluent_workloads``); moving, stopping and the counts are shared. A record is
+    *done* once the commit (or acknowledgement) that covers it succeeded: only then can
+    a sync carry it."""
 
     def __init__(self, ctx: DrillContext, spec: ConsumerSpec) -> None:
         self.ctx = ctx
         self.spec = spec
         self.switch = Switch(spec.cluster)
         self.seen: list[Seen] = []
+        self.done_at: dict[str, float] = {}
         self.resumed_at: dict[str, int] = {}
         self.positions: dict[str, int] = {}
+        self.moved_from: str | None = None
+        self.moved_at: float | None = None
         self._moved = False
         self._stopping = False
         self._task: asyncio.Task[None] | None = None
@@ -303,6 +314,7 @@ class ConsumerWorkload:
         return self.switch.cluster
 
     def move(self, cluster: str) -> None:
+        self.moved_from, self.moved_at = self.switch.cluster, self.ctx.now()
         self.switch.move(cluster)
         self._moved = True
         self.resumed_at = {}
@@ -310,8 +322,64 @@ class ConsumerWorkload:
     def duplicates(self) -> int:
         return sum(n - 1 for n in Counter(s.value for s in self.seen).values() if n > 1)
 
+    def reprocessed(self) -> int | None:
+        """Records delivered on the cluster moved to that had been delivered on the one
+        moved from: what the synced offsets did not cover. None before any move."""
+        if self.moved_at is None:
+            return None
+        before = {s.value for s in self.seen if s.cluster == self.moved_from}
+        after = {
+            s.value for s in self.seen if s.cluster == self.cluster and s.time >= self.moved_at
+        }
+        return len(before & after)
+
+    def reprocess_bound(self, failover_time: float, sync_interval_s: float) -> int | None:
+        """How many records a move after a failover at ``failover_time`` may deliver again:
+        those of the cluster moved from that were done after the last sync cycle that
+        read the source, plus those still in flight (delivered, not done) at the move.
+        That cycle started no more than one interval and its own run before the failover,
+        or before the consumer's last commit there when the cluster died first; a second
+        interval stands for the run. None before any move."""
+        if self.moved_at is None:
+            return None
+        old = [s for s in self.seen if s.cluster == self.moved_from]
+        last_done = max(
+            (self.done_at[s.value] for s in old if s.value in self.done_at), default=failover_time
+        )
+        since = min(failover_time, last_done) - 2 * sync_interval_s
+        return len({s.value for s in old if self.done_at.get(s.value, math.inf) >= since})
+
+    def in_flight(self) -> int | None:
+        """Records delivered on the cluster moved from that were not done at the move."""
+        if self.moved_at is None:
+            return None
+        moved_at = self.moved_at
+        return len(
+            {
+                s.value
+                for s in self.seen
+                if s.cluster == self.moved_from and self.done_at.get(s.value, math.inf) >= moved_at
+            }
+        )
+
+    def _saw(
+        self, cluster: str, topic: str, partition: int, offset: int, value: bytes | None
+    ) -> str:
+        """Record one delivery; returns its value id."""
+        key = f"{topic}-{partition}"
+        if self._moved and cluster == self.switch.cluster:
+            self.resumed_at.setdefault(key, offset)
+        seen = Seen(value_id(value), cluster, topic, partition, offset, self.ctx.now())
+        self.seen.append(seen)
+        return seen.value
+
+    def _done(self, values: list[str]) -> None:
+        now = self.ctx.now()
+        for value in values:
+            self.done_at.setdefault(value, now)
+
     async def _run(self) -> None:
-        consumer: AIOKafkaConsumer | None = None
+        consumer: ClientT | None = None
         connected_to = ""
         try:
             while not self._stopping:
@@ -329,6 +397,19 @@ class ConsumerWorkload:
             if consumer is not None:
                 self.switch.retire(consumer)
             await self.switch.drain()
+
+    @abstractmethod
+    async def _connect(self, cluster: str) -> ClientT | None:
+        """A client of ``cluster`` with an async ``stop()``, or None while it cannot be
+        reached (tried again after a backoff)."""
+
+    @abstractmethod
+    async def _poll(self, client: ClientT, cluster: str) -> None:
+        """One poll: record what it delivered (``_saw``), commit, mark it ``_done``."""
+
+
+class AioConsumerWorkload(ConsumerWorkload[AIOKafkaConsumer]):
+    """A classic-protocol group member (aiokafka)."""
 
     async def _connect(self, cluster: str) -> AIOKafkaConsumer | None:
         consumer = AIOKafkaConsumer(
@@ -353,28 +434,18 @@ class ConsumerWorkload:
     async def _poll(self, consumer: AIOKafkaConsumer, cluster: str) -> None:
         try:
             batches = await consumer.getmany(timeout_ms=200)
-            now = self.ctx.now()
-            for tp, messages in batches.items():
-                for message in messages:
-                    key = f"{tp.topic}-{tp.partition}"
-                    if self._moved and cluster == self.switch.cluster:
-                        self.resumed_at.setdefault(key, message.offset)
-                    self.seen.append(
-                        Seen(
-                            value_id(message.value),
-                            cluster,
-                            tp.topic,
-                            tp.partition,
-                            message.offset,
-                            now,
-                        )
-                    )
+            values = [
+                self._saw(cluster, tp.topic, tp.partition, message.offset, message.value)
+                for tp, messages in batches.items()
+                for message in messages
+            ]
             self.positions = {
                 f"{tp.topic}-{tp.partition}": await consumer.position(tp)
                 for tp in consumer.assignment()
             }
             if batches:
                 await consumer.commit()
+                self._done(values)
         except (ClientError, OSError) as exc:
             log.info("consumer %s on %s: %s", self.spec.name, cluster, exc)
             await asyncio.sleep(BACKOFF_S)

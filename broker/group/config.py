@@ -2,11 +2,41 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 """How long a member that has never completed a join may wait for one (Kafka's constant)."""
+
+
+class MigrationPolicy(enum.Enum):
+    """`group.consumer.migration.policy`: which online conversions of a group with members
+    are allowed (an empty group changes type on its first join whatever the policy)."""
+
+    BIDIRECTIONAL = "bidirectional"
+    UPGRADE = "upgrade"
+    DOWNGRADE = "downgrade"
+    DISABLED = "disabled"
+
+    @property
+    def upgrades(self) -> bool:
+        """A classic group may become a consumer group when a consumer member joins."""
+        return MIGRATIONS[self][0]
+
+    @property
+    def downgrades(self) -> bool:
+        """A consumer group may become a classic group when its last consumer member goes."""
+        return MIGRATIONS[self][1]
+
+
+MIGRATIONS: dict[MigrationPolicy, tuple[bool, bool]] = {
+    # policy: (upgrade allowed, downgrade allowed)
+    MigrationPolicy.BIDIRECTIONAL: (True, True),
+    MigrationPolicy.UPGRADE: (True, False),
+    MigrationPolicy.DOWNGRADE: (False, True),
+    MigrationPolicy.DISABLED: (False, False),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,6 +51,7 @@ class GroupConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     """Server-side assignors a KIP-848 member may name; the first is the default."""
     consumer_max_size: int = 2**31 - 1
+    consumer_migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL
     share_heartbeat_interval_ms: int = 5000
     share_session_timeout_ms: int = 45000
     share_max_size: int = 200
@@ -48,6 +79,9 @@ class GroupConfig:
         assignors = properties.get("group.consumer.assignors")
         if assignors is not None:
             values["consumer_assignors"] = _names(assignors)
+        policy = properties.get("group.consumer.migration.policy")
+        if policy is not None:
+            values["consumer_migration_policy"] = MigrationPolicy(str(policy).strip().lower())
         return cls(**values)  # type: ignore[arg-type]
 
 

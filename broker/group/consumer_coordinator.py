@@ -13,6 +13,11 @@ Theory of operation (Kafka's GroupMetadataManager for the consumer protocol):
   rebalance timeout, is removed and the group epoch bumped. Timers are on the injected
   clock; nothing polls.
 
+Members that use the classic protocol (online migration, `classic_members`) share the
+group epoch, the target and the reconciliation (`advance`); only how they hear of it
+differs. When the last member using the consumer protocol leaves a group whose other
+members all use the classic protocol, `downgrade` may turn the group into a classic group.
+
 Topic metadata is passed in with each call (`topics`), so the coordinator does not depend
 on the broker's metadata view. A `topics` mapping is never changed once passed: a changed
 view is a new mapping, which is how a group knows to recompute its subscribed topics.
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Mapping
 
 from mirrorsim.broker.group.assignors import ASSIGNORS
 from mirrorsim.broker.group.clock import Clock
@@ -43,6 +48,7 @@ from mirrorsim.broker.group.consumer_states import (
     MemberState,
     reconcile,
 )
+from mirrorsim.broker.group.offset_store import TopicPartition
 from mirrorsim.protocol.errors import ErrorCode
 
 MIN_MEMBER_OFFSET_COMMIT_VERSION = 9
@@ -56,10 +62,23 @@ class HeartbeatRejected(Exception):
         self.message = message
 
 
+Downgrade = Callable[[ConsumerGroup, ConsumerMember], bool]
+"""Called before the last consumer-protocol member is removed from a group whose other
+members all use the classic protocol; True when it took the group over as a classic group
+(without the leaving member)."""
+
+
+def _keep_consumer_group(_group: ConsumerGroup, _leaving: ConsumerMember) -> bool:
+    return False
+
+
 class ConsumerGroupCoordinator:
-    def __init__(self, *, clock: Clock, config: GroupConfig) -> None:
+    def __init__(
+        self, *, clock: Clock, config: GroupConfig, downgrade: Downgrade = _keep_consumer_group
+    ) -> None:
         self._clock = clock
         self._config = config
+        self._downgrade = downgrade
         self.groups: dict[str, ConsumerGroup] = {}
 
     def heartbeat(
@@ -69,9 +88,16 @@ class ConsumerGroupCoordinator:
             _validate(request, self._config.consumer_assignors)
             return self._heartbeat(request, topics)
         except HeartbeatRejected as rejected:
-            return ConsumerHeartbeatResult(
-                rejected.error, request.member_id, request.member_epoch, message=rejected.message
-            )
+            return _rejection(request, rejected)
+
+    def refusal(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult | None:
+        """The answer to a malformed heartbeat, checked before a classic group with
+        members is converted for it (so a refused join converts nothing)."""
+        try:
+            _validate(request, self._config.consumer_assignors)
+        except HeartbeatRejected as rejected:
+            return _rejection(request, rejected)
+        return None
 
     def _heartbeat(
         self, request: ConsumerHeartbeat, topics: Mapping[str, TopicInfo]
@@ -84,28 +110,17 @@ class ConsumerGroupCoordinator:
                 raise HeartbeatRejected(ErrorCode.UNKNOWN_MEMBER_ID, "Unknown member.")
             group = self.groups[request.group_id] = ConsumerGroup(request.group_id)
         member, is_new = self._member(group, request)
+        if member.classic is not None:  # it switched to the consumer protocol, as Kafka allows
+            member.classic.cancel_timers()
+            member.classic = None
         subscription_changed = _update_subscription(member, request)
         if subscription_changed:
             group.members_version += 1
-        if self._refresh_subscription(group, topics) or subscription_changed or is_new:
-            group.group_epoch += 1
-        if group.assignment_epoch < group.group_epoch:
-            self._assign(group, topics)
-        target = group.target.get(member.member_id, frozenset())
-        held_back = self._clock.now_ms() < group.held_back_until_ms
-        before = member.assignment
-        group.set_assignment(
-            member,
-            reconcile(
-                before,
-                group.assignment_epoch,
-                target,
-                target if held_back else group.held_elsewhere(member.member_id),
-                request.owned,
-            ),
+        before = self.advance(
+            group, member, topics, request.owned, rebalance=subscription_changed or is_new
         )
         self._arm_revocation_expiry(group, member)
-        self._arm_session_expiry(group, member)
+        self.arm_session_expiry(group, member)
         full = request.member_epoch == JOIN_EPOCH or (
             request.rebalance_timeout_ms != -1
             and request.subscribed_topic_names is not None
@@ -119,6 +134,42 @@ class ConsumerGroupCoordinator:
             self._config.consumer_heartbeat_interval_ms,
             member.assignment.assigned if full or changed else None,
         )
+
+    def advance(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerMember,
+        topics: Mapping[str, TopicInfo],
+        owned: frozenset[TopicPartition] | None,
+        *,
+        rebalance: bool,
+    ) -> MemberAssignment:
+        """Bump the group epoch when asked to (`rebalance`: a join or a new subscription)
+        or when the subscribed topics changed, recompute the target for a new epoch, and
+        move the member one step towards its target; its assignment before the step."""
+        if self._refresh_subscription(group, topics) or rebalance:
+            group.group_epoch += 1
+        if group.assignment_epoch < group.group_epoch:
+            self._assign(group, topics)
+        before = member.assignment
+        group.set_assignment(
+            member,
+            reconcile(
+                before,
+                group.assignment_epoch,
+                group.target.get(member.member_id, frozenset()),
+                self.held_for(group, member),
+                owned,
+            ),
+        )
+        return before
+
+    def held_for(self, group: ConsumerGroup, member: ConsumerMember) -> Container[TopicPartition]:
+        """The partitions `member` may not take yet: those another member holds, or its
+        whole target while the group is held back after a takeover."""
+        if self._clock.now_ms() < group.held_back_until_ms:
+            return group.target.get(member.member_id, frozenset())
+        return group.held_elsewhere(member.member_id)
 
     def create(self, group_id: str, held_back_until_ms: int) -> None:
         """An empty consumer group; until `held_back_until_ms` its members are given no
@@ -146,12 +197,13 @@ class ConsumerGroupCoordinator:
         self, group: ConsumerGroup, request: ConsumerHeartbeat
     ) -> tuple[ConsumerMember, bool]:
         """A new member; a static member back under a new id takes over its predecessor's
-        assignment; a known member rejoining (after being fenced) starts from nothing."""
+        assignment (one that used the classic protocol needs not have left first, as in
+        Kafka); a known member rejoining (after being fenced) starts from nothing."""
         if request.instance_id is not None:
             old_id = group.static_members.get(request.instance_id)
             if old_id is not None and old_id != request.member_id:
                 old = group.members[old_id]
-                if not old.left_temporarily:
+                if not old.left_temporarily and old.classic is None:
                     raise HeartbeatRejected(
                         ErrorCode.UNRELEASED_INSTANCE_ID,
                         f"Static member {request.instance_id} is still in use.",
@@ -199,12 +251,20 @@ class ConsumerGroupCoordinator:
                     previous_epoch=member.assignment.epoch,
                 ),
             )
-            self._arm_session_expiry(group, member)
+            self.arm_session_expiry(group, member)
         else:
-            self._remove(group, member)
+            self.remove(group, member)
         return ConsumerHeartbeatResult(ErrorCode.NONE, member_id, request.member_epoch)
 
-    def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """The member leaves or is fenced and the group epoch moves, unless the group is
+        handed over as a classic group (`downgrade`: the last consumer-protocol member
+        leaves while classic members remain)."""
+        last_consumer_member = member.classic is None and all(
+            m.classic is not None for m in group.members.values() if m is not member
+        )
+        if last_consumer_member and len(group.members) > 1 and self._downgrade(group, member):
+            return
         group.remove(member)
         group.group_epoch += 1
         if not group.members:
@@ -247,11 +307,17 @@ class ConsumerGroupCoordinator:
 
     # Timers
 
-    def _arm_session_expiry(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def arm_session_expiry(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """A classic member keeps the session timeout of its JoinGroup."""
         if member.session_expiry is not None:
             member.session_expiry.cancel()
+        timeout_ms = (
+            self._config.consumer_session_timeout_ms
+            if member.classic is None
+            else member.classic.session_timeout_ms
+        )
         member.session_expiry = self._clock.call_later(
-            self._config.consumer_session_timeout_ms, lambda: self._expire(group, member)
+            timeout_ms, lambda: self.expire(group, member)
         )
 
     def _arm_revocation_expiry(self, group: ConsumerGroup, member: ConsumerMember) -> None:
@@ -260,18 +326,19 @@ class ConsumerGroupCoordinator:
         revoking = member.assignment.state is MemberState.UNREVOKED_PARTITIONS
         if revoking and member.revocation_expiry is None:
             member.revocation_expiry = self._clock.call_later(
-                member.rebalance_timeout_ms, lambda: self._expire(group, member)
+                member.rebalance_timeout_ms, lambda: self.expire(group, member)
             )
         elif not revoking and member.revocation_expiry is not None:
             member.revocation_expiry.cancel()
             member.revocation_expiry = None
 
-    def _expire(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def expire(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """A timer ran out for the member: remove it unless it is already gone."""
         if (
             self.groups.get(group.group_id) is group
             and group.members.get(member.member_id) is member
         ):
-            self._remove(group, member)
+            self.remove(group, member)
 
     # Offsets
 
@@ -281,13 +348,19 @@ class ConsumerGroupCoordinator:
         """Kafka's ConsumerGroup.validateOffsetCommit: without a member epoch (admin, or a
         consumer without group management) only while the group has no members; else the
         member must exist, use OffsetCommit v9+ (`api_version`; None for a transactional
-        commit, which any version may send) and commit at its current epoch."""
+        commit, which any version may send) unless it uses the classic protocol, and
+        commit at its current epoch (a classic member's generation)."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE
-        if member_id not in group.members:
+        member = group.members.get(member_id)
+        if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version is not None and api_version < MIN_MEMBER_OFFSET_COMMIT_VERSION:
+        if (
+            member.classic is None
+            and api_version is not None
+            and api_version < MIN_MEMBER_OFFSET_COMMIT_VERSION
+        ):
             return ErrorCode.UNSUPPORTED_VERSION
         return self._validate_member_epoch(group, member_id, member_epoch)
 
@@ -300,11 +373,17 @@ class ConsumerGroupCoordinator:
 
     @staticmethod
     def _validate_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> ErrorCode:
+        """A classic member's stale generation is ILLEGAL_GENERATION, the error its client
+        rejoins on."""
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if epoch != member.epoch:
-            return ErrorCode.STALE_MEMBER_EPOCH
+            return (
+                ErrorCode.STALE_MEMBER_EPOCH
+                if member.classic is None
+                else ErrorCode.ILLEGAL_GENERATION
+            )
         return ErrorCode.NONE
 
     # Admin
@@ -333,6 +412,7 @@ class ConsumerGroupCoordinator:
                     subscribed_topic_regex=m.subscribed_topic_regex,
                     assignment=m.assignment.assigned,
                     target_assignment=group.target.get(m.member_id, frozenset()),
+                    uses_classic_protocol=m.classic is not None,
                 )
                 for m in group.members.values()
             ),
@@ -347,6 +427,12 @@ class ConsumerGroupCoordinator:
     def delete(self, group_id: str) -> None:
         group = self.groups.pop(group_id)
         group.dead = True
+
+
+def _rejection(request: ConsumerHeartbeat, rejected: HeartbeatRejected) -> ConsumerHeartbeatResult:
+    return ConsumerHeartbeatResult(
+        rejected.error, request.member_id, request.member_epoch, message=rejected.message
+    )
 
 
 def _validate(request: ConsumerHeartbeat, assignors: tuple[str, ...]) -> None:

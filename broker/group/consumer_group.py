@@ -22,6 +22,34 @@ from mirrorsim.broker.group.offset_store import TopicPartition
 
 
 @dataclass(slots=True, eq=False)
+class ClassicProtocol:
+    """What a member using JoinGroup/SyncGroup (the classic protocol) has in a consumer
+    group: its JoinGroup session timeout and protocols, and the timers that stand in for
+    the classic rebalance: it must rejoin when told to (`join_expiry`) and sync after
+    joining (`sync_expiry`), each within its rebalance timeout."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    join_expiry: TimerHandle | None = field(default=None, repr=False)
+    sync_expiry: TimerHandle | None = field(default=None, repr=False)
+
+    @property
+    def protocol_name(self) -> str:
+        """The member's preferred protocol: what its JoinGroup answer names."""
+        return self.protocols[0][0]
+
+    @property
+    def protocol_names(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self.protocols)
+
+    def cancel_timers(self) -> None:
+        for timer in (self.join_expiry, self.sync_expiry):
+            if timer is not None:
+                timer.cancel()
+        self.join_expiry = self.sync_expiry = None
+
+
+@dataclass(slots=True, eq=False)
 class ConsumerMember:
     member_id: str
     instance_id: str | None
@@ -33,6 +61,8 @@ class ConsumerMember:
     subscribed_topic_regex: str | None = None
     server_assignor: str | None = None
     assignment: MemberAssignment = field(default_factory=MemberAssignment)
+    classic: ClassicProtocol | None = None
+    """Set for a member that uses the classic protocol (online migration)."""
     session_expiry: TimerHandle | None = field(default=None, repr=False)
     revocation_expiry: TimerHandle | None = field(default=None, repr=False)
 
@@ -59,6 +89,8 @@ class ConsumerMember:
             if timer is not None:
                 timer.cancel()
         self.session_expiry = self.revocation_expiry = None
+        if self.classic is not None:
+            self.classic.cancel_timers()
 
 
 @dataclass(slots=True, eq=False)
@@ -134,6 +166,17 @@ class ConsumerGroup:
         for tp in assignment.held:
             self.owners[tp] = member.member_id
         member.assignment = assignment
+
+    def supports_classic_protocols(self, names: frozenset[str], joining: str) -> bool:
+        """Kafka's supportsClassicProtocols: a classic member may join when one of its
+        protocols is supported by every other classic member, so the classic members
+        always share a protocol (the one a downgrade selects)."""
+        others = [
+            m.classic.protocol_names
+            for m in self.members.values()
+            if m.classic is not None and m.member_id != joining
+        ]
+        return bool(names.intersection(*others))
 
     def held_elsewhere(self, member_id: str) -> Container[TopicPartition]:
         """The partitions another member holds, as a membership test (no copy)."""

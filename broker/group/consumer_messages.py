@@ -67,6 +67,7 @@ class ConsumerMemberDescription:
     subscribed_topic_regex: str | None
     assignment: frozenset[TopicPartition]
     target_assignment: frozenset[TopicPartition]
+    uses_classic_protocol: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,10 @@ Theory of operation (Kafka's GroupCoordinator):
 - All state changes happen synchronously inside the public methods and timer callbacks,
   on one event loop, so no locks are needed. Only offset commits and deletions await
   (the write to the `OffsetStore`).
+- Online migration (`group.consumer.migration.policy`): a ConsumerGroupHeartbeat join
+  upgrades a classic group with members to a consumer group (`migration`), whose classic
+  members are then answered by `ClassicMembers`; the last consumer-protocol member
+  leaving a group of classic members downgrades it back, with a rebalance.
 - Ownership: with several brokers each coordinates the groups the live set maps onto it
   (`mirrorsim.broker.group.ownership`). When the live set changes, groups that moved
   away are unloaded (parked requests answer NOT_COORDINATOR, so clients look the
@@ -25,11 +29,15 @@ import asyncio
 import dataclasses
 import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
+from types import MappingProxyType
 from typing import TypeVar
 
+from mirrorsim.broker.group import migration
+from mirrorsim.broker.group.classic_members import ClassicMembers
 from mirrorsim.broker.group.clock import Clock, SystemClock
 from mirrorsim.broker.group.config import NEW_MEMBER_JOIN_TIMEOUT_MS, GroupConfig
 from mirrorsim.broker.group.consumer_coordinator import ConsumerGroupCoordinator
+from mirrorsim.broker.group.consumer_group import ConsumerGroup, ConsumerMember
 from mirrorsim.broker.group.consumer_messages import (
     CONSUMER_GROUP_TYPE,
     JOIN_EPOCH,
@@ -66,6 +74,7 @@ from mirrorsim.protocol.errors import ErrorCode
 _S = GroupState
 _T = TypeVar("_T")
 CLASSIC_GROUP_TYPE = "classic"
+_NO_TOPICS: Mapping[str, TopicInfo] = MappingProxyType({})
 
 
 def _reply(future: asyncio.Future[_T] | None, result: _T) -> None:
@@ -76,6 +85,15 @@ def _reply(future: asyncio.Future[_T] | None, result: _T) -> None:
 
 def _owns_every_group(_group_id: str) -> bool:
     return True
+
+
+def _not_a_consumer_group(request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+    return ConsumerHeartbeatResult(
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        request.member_id,
+        request.member_epoch,
+        message=f"Group {request.group_id} is not a consumer group.",
+    )
 
 
 class GroupCoordinator:
@@ -100,9 +118,15 @@ class GroupCoordinator:
         self._taken_over_ms: dict[str, int] = {}
         """When this broker took over each group listed from the store (start or a
         live-set change): its previous coordinator's members may still own partitions."""
-        self.consumer = ConsumerGroupCoordinator(clock=self._clock, config=self._config)
+        self.consumer = ConsumerGroupCoordinator(
+            clock=self._clock, config=self._config, downgrade=self._downgrade
+        )
         """KIP-848 consumer groups; a group id names a classic group or a consumer group,
         never both, and both kinds share the committed offsets kept here."""
+        self._classic_members = ClassicMembers(
+            self.consumer, clock=self._clock, config=self._config
+        )
+        """The JoinGroup/SyncGroup/Heartbeat/LeaveGroup members of consumer groups."""
         self.share = ShareGroupCoordinator(clock=self._clock, config=self._config)
         """KIP-932 share groups: the same group id namespace, no committed offsets."""
 
@@ -215,7 +239,12 @@ class GroupCoordinator:
 
     # JoinGroup
 
-    def join_group(self, request: JoinRequest) -> asyncio.Future[JoinResult]:
+    def join_group(
+        self, request: JoinRequest, topics: Mapping[str, TopicInfo] = _NO_TOPICS
+    ) -> asyncio.Future[JoinResult]:
+        """`topics` (the broker's topics) is read only when the group is a consumer group
+        with members: the classic member joins it and its assignor assigns, as in Kafka 4
+        whatever the migration policy."""
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         error = self._validate_join(request)
         if error is not ErrorCode.NONE:
@@ -227,7 +256,7 @@ class GroupCoordinator:
         consumer_group = self.consumer.groups.get(request.group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                _reply(future, JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+                _reply(future, self._classic_members.join(consumer_group, request, topics))
                 return future
             self.consumer.delete(request.group_id)
         group = self._groups.get(request.group_id)
@@ -548,6 +577,10 @@ class GroupCoordinator:
 
     def sync_group(self, request: SyncRequest) -> asyncio.Future[SyncResult]:
         future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None:
+            _reply(future, self._classic_members.sync(consumer_group, request))
+            return future
         group = self._groups.get(request.group_id)
         error = self._validate_sync(group, request)
         if error is not ErrorCode.NONE or group is None:
@@ -597,6 +630,11 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> ErrorCode:
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return self._classic_members.heartbeat(
+                consumer_group, member_id, group_instance_id, generation_id
+            )
         group = self._groups.get(group_id)
         if group is None or group.state is _S.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -614,6 +652,9 @@ class GroupCoordinator:
 
     def leave_group(self, group_id: str, members: Sequence[LeavingMember]) -> list[ErrorCode]:
         """One error code per leaving member, in request order."""
+        consumer_group = self.consumer.groups.get(group_id)
+        if consumer_group is not None:
+            return [self._classic_members.leave(consumer_group, leaving) for leaving in members]
         group = self._groups.get(group_id)
         if group is None:
             return [ErrorCode.UNKNOWN_MEMBER_ID for _ in members]
@@ -827,28 +868,64 @@ class GroupCoordinator:
         """An Empty classic group (one that only has offsets, as every group is after a
         restart) becomes a consumer group on its first join, as in Kafka 4; a member
         heartbeating an epoch into it is unknown and rejoins. A classic group with members
+        is upgraded by a join when the migration policy allows (`_upgrade`); otherwise it
         is not a consumer group (GROUP_ID_NOT_FOUND), nor is a share group."""
         if request.group_id in self.share.groups:
+            return _not_a_consumer_group(request)
+        classic = self._groups.get(request.group_id)
+        if classic is not None and classic.state is not _S.EMPTY:
+            refused = self._upgrade(classic, request, topics)
+            if refused is not None:
+                return refused
+        elif classic is not None and request.member_epoch == JOIN_EPOCH:
+            classic.cancel_timers()
+            del self._groups[request.group_id]
+            self.consumer.create(request.group_id, self._held_back_until(request.group_id))
+        return self.consumer.heartbeat(request, topics)
+
+    def _upgrade(
+        self, classic: GroupMetadata, request: ConsumerHeartbeat, topics: Mapping[str, TopicInfo]
+    ) -> ConsumerHeartbeatResult | None:
+        """Turn a classic group with members into a consumer group for a joining member
+        (Kafka's online upgrade); the refusal otherwise. Members parked in JoinGroup or
+        SyncGroup are told REBALANCE_IN_PROGRESS and rejoin the consumer group."""
+        if request.member_epoch != JOIN_EPOCH:
+            return _not_a_consumer_group(request)
+        refused = self.consumer.refusal(request)
+        if refused is not None:
+            return refused
+        try:
+            group = migration.upgrade(classic, self._config, topics)
+        except migration.UpgradeRefused as upgrade_refused:
             return ConsumerHeartbeatResult(
-                ErrorCode.GROUP_ID_NOT_FOUND,
+                upgrade_refused.error,
                 request.member_id,
                 request.member_epoch,
-                message=f"Group {request.group_id} is not a consumer group.",
+                message=upgrade_refused.message,
             )
-        classic = self._groups.get(request.group_id)
-        if classic is not None:
-            if classic.state is not _S.EMPTY:
-                return ConsumerHeartbeatResult(
-                    ErrorCode.GROUP_ID_NOT_FOUND,
-                    request.member_id,
-                    request.member_epoch,
-                    message=f"Group {request.group_id} is not a consumer group.",
-                )
-            if request.member_epoch == JOIN_EPOCH:
-                classic.cancel_timers()
-                del self._groups[request.group_id]
-                self.consumer.create(request.group_id, self._held_back_until(request.group_id))
-        return self.consumer.heartbeat(request, topics)
+        for member in classic.members.values():
+            self._fail_member(member, ErrorCode.REBALANCE_IN_PROGRESS)
+        classic.cancel_timers()
+        del self._groups[classic.group_id]
+        group.held_back_until_ms = self._held_back_until(classic.group_id)
+        self.consumer.groups[classic.group_id] = group
+        for member in group.members.values():
+            self.consumer.arm_session_expiry(group, member)
+        return None
+
+    def _downgrade(self, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
+        """The last consumer-protocol member leaves and only classic members remain: when
+        the migration policy allows, the group becomes a classic group and rebalances, so
+        the classic members rejoin and their leader assigns (Kafka's online downgrade)."""
+        if not migration.may_downgrade(group, self._config):
+            return False
+        classic = migration.downgrade(group, leaving)
+        self.consumer.unload(group.group_id)
+        self._groups[group.group_id] = classic
+        for member in classic.members.values():
+            self._arm_session_expiry(classic, member)
+        self._prepare_rebalance(classic)
+        return True
 
     def _held_back_until(self, group_id: str) -> int:
         """Membership is not persisted, so after a restart or a move the members of the

@@ -124,13 +124,18 @@ class GroupMetadata:
     def init_next_generation(self) -> None:
         self.generation_id += 1
         if self.members:
-            self.protocol_name = self.select_protocol()
-            self.subscribed_topics = self._compute_subscribed_topics()
+            self.choose_protocol()
             self.transition(GroupEvent.JOIN_COMPLETED)
         else:
             self.protocol_name = None
             self.subscribed_topics = None
             self.transition(GroupEvent.ALL_MEMBERS_GONE)
+
+    def choose_protocol(self) -> None:
+        """The members' protocol for this generation and the topics they subscribe to: on
+        every completed join, and when a consumer group is downgraded into this group."""
+        self.protocol_name = self.select_protocol()
+        self.subscribed_topics = self._compute_subscribed_topics()
 
     def _compute_subscribed_topics(self) -> frozenset[str] | None:
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE or self.protocol_name is None:

@@ -206,6 +206,12 @@ class ShareGroupCoordinator:
             ),
         )
 
+    def ensure(self, group_id: str) -> None:
+        """AlterShareGroupOffsets names a group id no group has: the share group is created,
+        Empty, as Kafka's coordinator does, so the offsets set belong to a share group (the
+        caller checks the id is free)."""
+        self.groups.setdefault(group_id, ShareGroup(group_id))
+
     def unload(self, group_id: str) -> None:
         group = self.groups.pop(group_id, None)
         if group is not None:

@@ -31,6 +31,8 @@ from mirrorsim.protocol.errors import ErrorCode
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
 UNSET_AUTHORIZED_OPERATIONS = -(2**31)
+CLASSIC_MEMBER_TYPE = 0
+"""ConsumerGroupDescribe v1's member type of a member still using the classic protocol."""
 CONSUMER_MEMBER_TYPE = 1
 
 
@@ -225,7 +227,9 @@ def _described(
                 "target_assignment": {
                     "topic_partitions": wire_partitions(m.target_assignment, topics, named=True)
                 },
-                "member_type": CONSUMER_MEMBER_TYPE,
+                "member_type": CLASSIC_MEMBER_TYPE
+                if m.uses_classic_protocol
+                else CONSUMER_MEMBER_TYPE,
             }
             for m in group.members
         ],

@@ -4,6 +4,7 @@ Every API naming a group first asks the coordinator to `acquire` it: a broker th
 not coordinate the group answers NOT_COORDINATOR and the client looks it up again. Before
 that, `_admit` checks Kafka's group ACL: READ to join, sync, heartbeat, leave and commit,
 DESCRIBE to fetch offsets and describe, DELETE to delete groups or their offsets.
+Deleting a share group deletes its stored share state as well (`forget_share_state`).
 
 OffsetCommit v10 and OffsetFetch v10 name topics by id only; they are not advertised
 until topic ids can be resolved here, so clients stay on v9.
@@ -24,8 +25,11 @@ from mirrorsim.broker.group.messages import (
     SyncRequest,
     SyncResult,
 )
+from mirrorsim.broker.group.share_messages import SHARE_GROUP_TYPE
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.consumer_groups import topic_catalog
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.handlers.share_group_offsets import forget_share_state
 from mirrorsim.protocol.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode
 
@@ -115,7 +119,8 @@ async def handle_join_group(ctx: RequestContext, body: Any) -> Any:
                 protocol_type=body.protocol_type,
                 protocols=tuple((p.name, p.metadata) for p in body.protocols),
                 require_known_member_id=_version(body) >= 4,
-            )
+            ),
+            topic_catalog(ctx),
         )
     )
     return respond(
@@ -457,11 +462,12 @@ async def handle_delete_groups(ctx: RequestContext, body: Any) -> Any:
     results: dict[str, ErrorCode] = {}
     for group_id in body.groups_names:
         error = await _admit(ctx, AclOperation.DELETE, group_id)
-        results.update(
-            {group_id: error}
-            if error is not ErrorCode.NONE
-            else await coordinator.delete_groups([group_id])
-        )
+        if error is not ErrorCode.NONE:
+            results[group_id] = error
+            continue
+        was_share_group = coordinator.group_type(group_id) == SHARE_GROUP_TYPE
+        outcome = (await coordinator.delete_groups([group_id]))[group_id]
+        results[group_id] = await forget_share_state(ctx, group_id, was_share_group, outcome)
     return respond(
         body,
         {

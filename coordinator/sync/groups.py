@@ -14,7 +14,16 @@ decides, per source group selected by `mirror.groups.include`:
 - a group with active members on the destination is skipped: its consumers own its
   offsets, and the coordinator would reject the commit;
 - a share group on one side and a consumer group of the same name on the other is a
-  `GroupConflict`; the other groups are synced as usual.
+  `GroupConflict`; the other groups are synced as usual;
+- a group whose offsets a cluster could not read (a source without
+  DescribeShareGroupOffsets) is not synced and is reported as unread: with no source
+  view there is nothing to copy, and with no destination view "ahead" cannot be decided.
+
+A share group's offset is its share-partition start offset (SPSO): every record below it
+is acknowledged or archived. Only the SPSO is synced; what the source holds above it
+(acquired records, acknowledgements past the first unacknowledged one, delivery counts)
+and the group's members are not, so a share consumer that fails over is delivered again
+every record from the synced SPSO on.
 """
 
 from __future__ import annotations
@@ -70,10 +79,15 @@ def _offsets(offsets: Mapping[tuple[str, int], int]) -> Mapping[TopicPartition, 
 
 @dataclass(frozen=True)
 class GroupView:
+    """One cluster's group: committed offsets (start offsets for a share group).
+    ``readable`` is False when the cluster could not answer for the offsets; ``offsets``
+    then means nothing."""
+
     group_id: str
     group_type: GroupType
     offsets: Mapping[TopicPartition, int] = field(default_factory=dict)
     has_active_members: bool = False
+    readable: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "offsets", _offsets(self.offsets))
@@ -112,6 +126,8 @@ class GroupSyncPlan:
     conflicts: tuple[GroupConflict, ...] = ()
     skipped_active: tuple[str, ...] = ()
     """Groups behind the source that were left alone because they have members."""
+    unread: tuple[str, ...] = ()
+    """Groups left alone because one side's offsets could not be read."""
 
 
 def diff_groups(
@@ -127,8 +143,12 @@ def diff_groups(
     commits: list[CommitGroupOffsets] = []
     conflicts: list[GroupConflict] = []
     skipped_active: list[str] = []
+    unread: list[str] = []
     for group in sorted(source, key=lambda group: group.group_id):
         if not include.matches(group.group_id):
+            continue
+        if not group.readable:
+            unread.append(group.group_id)
             continue
         wanted = {
             partition: offset
@@ -140,6 +160,9 @@ def diff_groups(
         present = destination_by_id.get(group.group_id)
         if present is not None and present.group_type.is_share != group.group_type.is_share:
             conflicts.append(GroupConflict(group.group_id, group.group_type, present.group_type))
+            continue
+        if present is not None and not present.readable:
+            unread.append(group.group_id)
             continue
         committed = present.offsets if present is not None else {}
         ahead = {
@@ -153,4 +176,4 @@ def diff_groups(
             skipped_active.append(group.group_id)
             continue
         commits.append(CommitGroupOffsets(group.group_id, group.group_type, ahead))
-    return GroupSyncPlan(tuple(commits), tuple(conflicts), tuple(skipped_active))
+    return GroupSyncPlan(tuple(commits), tuple(conflicts), tuple(skipped_active), tuple(unread))

@@ -1,11 +1,20 @@
-"""Consumer-group steps: start, stop, move, wait until caught up, and committed offsets
-(including waiting for the mirror's group-offset sync)."""
+"""Consumer-group and share-group steps: start, stop, move, wait until caught up, and
+committed offsets (including waiting for the mirror's group-offset sync)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from mirrorsim.drills.confluent_workloads import (
+    ConsumerProtocolWorkload,
+    ShareConsumerWorkload,
+    confluent_kafka,
+)
 from mirrorsim.drills.context import Ack, DrillContext
 from mirrorsim.drills.polling import wait_until
-from mirrorsim.drills.workloads import ConsumerSpec, ConsumerWorkload
+from mirrorsim.drills.workloads import AioConsumerWorkload, ConsumerSpec, ConsumerWorkload
+
+GROUP_PROTOCOLS = ("classic", "consumer")
 
 
 async def consume(
@@ -16,17 +25,45 @@ async def consume(
     group: str | None = None,
     auto_offset_reset: str = "earliest",
     isolation_level: str = "read_uncommitted",
+    group_protocol: str = "classic",
 ) -> None:
-    """Start a consumer-group member in the background; it records every record seen."""
-    workload = ConsumerWorkload(
-        ctx,
-        ConsumerSpec(
-            name, cluster, tuple(topics), group or name, auto_offset_reset, isolation_level
-        ),
+    """Start a consumer-group member in the background; it records every record seen.
+    ``group_protocol: consumer`` makes it a KIP-848 member (confluent-kafka), ``classic``
+    an aiokafka one."""
+    if group_protocol not in GROUP_PROTOCOLS:
+        raise ValueError(f"group_protocol must be one of {', '.join(GROUP_PROTOCOLS)}")
+    spec = ConsumerSpec(
+        name, cluster, tuple(topics), group or name, auto_offset_reset, isolation_level
     )
-    ctx.consumers[name] = workload
+    workload: ConsumerWorkload[Any]
+    if group_protocol == "consumer":
+        confluent_kafka()
+        workload = ConsumerProtocolWorkload(ctx, spec)
+    else:
+        workload = AioConsumerWorkload(ctx, spec)
+    _start(ctx, workload)
+
+
+async def share_consume(
+    ctx: DrillContext,
+    name: str,
+    cluster: str,
+    topics: list[str],
+    group: str | None = None,
+    auto_offset_reset: str = "earliest",
+) -> None:
+    """Start a share group member (confluent-kafka's ShareConsumer) in the background: it
+    accepts every record and records it. ``auto_offset_reset`` becomes the group's
+    ``share.auto.offset.reset`` on each cluster it connects to."""
+    confluent_kafka()
+    spec = ConsumerSpec(name, cluster, tuple(topics), group or name, auto_offset_reset)
+    _start(ctx, ShareConsumerWorkload(ctx, spec))
+
+
+def _start(ctx: DrillContext, workload: ConsumerWorkload[Any]) -> None:
+    ctx.consumers[workload.spec.name] = workload
     workload.start()
-    ctx.mark("consumer started", f"{name} on {cluster}")
+    ctx.mark("consumer started", f"{workload.spec.name} on {workload.cluster}")
 
 
 async def stop_consumer(ctx: DrillContext, name: str) -> None:
@@ -118,6 +155,7 @@ async def wait_group_synced(
 
 STEPS = {
     "consume": consume,
+    "share_consume": share_consume,
     "stop_consumer": stop_consumer,
     "start_consumer": start_consumer,
     "move_consumer": move_consumer,

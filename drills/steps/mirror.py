@@ -15,6 +15,7 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from mirrorsim.broker.config import BROKER_CONFIGS
 from mirrorsim.client.admin_types import MirrorPartitionDescription
 from mirrorsim.drills.clusters import DrillCluster
 from mirrorsim.drills.context import Ack, DrillContext, MirrorLink
@@ -22,6 +23,8 @@ from mirrorsim.drills.polling import wait_until
 from mirrorsim.drills.steps.topics import partition_offsets
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.records import RawBatch
+
+SYNC_INTERVAL = "mirror.metadata.refresh.interval.ms"
 
 
 class AppendedBytes:
@@ -266,6 +269,7 @@ async def failover(
     ctx.record("rpo_seconds", round(started - min(a.time for a in lost), 3) if lost else 0.0)
     ctx.record("failover_time", round(started, 3))
     ctx.results.setdefault("_failover", {})["moved"] = list(move_producers or [])
+    ctx.results["_failover"]["sync_interval_s"] = sync_interval_s(destination)
     for name in move_producers or []:
         ctx.producers[name].move(cluster)
         ctx.mark("producer moved", f"{name} -> {cluster}")
@@ -274,6 +278,14 @@ async def failover(
         ctx.mark("consumer moved", f"{name} -> {cluster}")
     if probe:
         await _probe(ctx, cluster, chosen, started, timeout)
+
+
+def sync_interval_s(cluster: DrillCluster) -> float:
+    """The cluster's ``mirror.metadata.refresh.interval.ms`` in seconds, as the drill
+    configured it (or the broker's default)."""
+    definition = BROKER_CONFIGS[SYNC_INTERVAL]
+    configured = cluster.definition.configs.get(SYNC_INTERVAL, definition.default)
+    return float(definition.parse(str(configured))) / 1000
 
 
 async def _probe(

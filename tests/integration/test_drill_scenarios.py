@@ -24,6 +24,7 @@ FAST = [
 SLOW = ["disaster-failover", "failback-case-b"]
 UNCLEAN = ["ule-before-detection", "ule-undetectable", "ule-supported"]
 PROCESSES = ["disaster-failover-processes"]
+GROUP_PROTOCOLS = ["failover-consumer-and-share-groups"]
 TOPOLOGIES = [
     "topology-fan-out",
     "topology-fan-in",
@@ -46,7 +47,8 @@ def test_every_builtin_drill_parses_and_lists() -> None:
     assert result.exit_code == 0
     listed = [line.split()[0] for line in result.output.splitlines()]
     assert listed == sorted(builtin_paths())
-    named = FAST + SLOW + UNCLEAN + PROCESSES + TOPOLOGIES + ["retention", "demo"]
+    named = FAST + SLOW + UNCLEAN + PROCESSES + TOPOLOGIES + GROUP_PROTOCOLS
+    named += ["retention", "demo"]
     assert set(named) == set(listed)
 
 
@@ -138,6 +140,23 @@ async def test_planned_migration_numbers(tmp_path: Path) -> None:
     assert results["duplicates"] == {"billing": 0}
     assert {e["kind"] for e in report["events"]} >= {"failover", "mirror stopped"}
     assert report["timeline"], "the sampler recorded the run"
+
+
+async def test_consumer_and_share_groups_reprocess_at_most_what_the_sync_missed(
+    tmp_path: Path,
+) -> None:
+    """Both groups resume on backup from synced offsets: each re-processes fewer records
+    than the whole stream it read on primary, within the bound of the drill's assertions
+    (done in the last two sync intervals, or in flight). Every record written to backup
+    after the failover is read by both."""
+    report = await _run("failover-consumer-and-share-groups", tmp_path)
+    results = report["results"]
+    for name in ("billing", "jobs"):
+        on_primary = results["consumed"][name] - results["reprocessed"][name]
+        assert results["reprocessed"][name] <= results["reprocess_bound"][name] < on_primary
+        assert results["in_flight"][name] <= results["reprocess_bound"][name]
+    moved = {e["detail"] for e in report["events"] if e["kind"] == "consumer moved"}
+    assert moved == {"billing -> backup", "jobs -> backup"}
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """confluent-kafka with `group.protocol=consumer` (KIP-848) against the broker: the broker
 assigns, members join and leave, rebalances are incremental, no partition is owned by two
-members at once, and committed offsets survive a broker restart.
+members at once, committed offsets survive a broker restart, and a group moves online
+between the classic and the consumer protocol (`group.consumer.migration.policy`).
 
 Each consumer polls in its own thread; its rebalance callbacks record what it owns in a
 shared `Ownership`, which flags a partition handed to a member while another still owns
@@ -28,7 +29,12 @@ PARTITIONS = 6
 RECORDS = 600
 RETRIES = 50
 RETRY_BACKOFF_S = 0.05
-RETRIABLE_COMMIT_ERRORS = (KafkaError.STALE_MEMBER_EPOCH, KafkaError.UNKNOWN_MEMBER_ID)
+RETRIABLE_COMMIT_ERRORS = (
+    KafkaError.STALE_MEMBER_EPOCH,
+    KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.REBALANCE_IN_PROGRESS,
+)
 SESSION_TIMEOUT_MS = 3000
 RECONNECT_BACKOFF_MAX_MS = 500
 """librdkafka's default (10 s) can keep a member away from a restarted coordinator for
@@ -119,10 +125,11 @@ class Member:
 
     def _commit(self, message: Any) -> None:
         """Commit at the member's epoch. A commit that crosses an epoch bump answers
-        STALE_MEMBER_EPOCH (as Kafka's does), and one sent after a coordinator restart,
-        before the member has rejoined, UNKNOWN_MEMBER_ID; librdkafka leaves the retry to
-        the application, which tries again once a heartbeat has brought the new epoch. A
-        partition revoked meanwhile is committed by its next owner instead."""
+        STALE_MEMBER_EPOCH (as Kafka's does; ILLEGAL_GENERATION or REBALANCE_IN_PROGRESS
+        for a classic member), and one sent after a coordinator restart, before the member
+        has rejoined, UNKNOWN_MEMBER_ID; librdkafka leaves the retry to the application,
+        which tries again once a heartbeat has brought the new epoch. A partition revoked
+        meanwhile is committed by its next owner instead."""
         for _ in range(RETRIES):
             try:
                 self._consumer.commit(message=message, asynchronous=False)
@@ -235,29 +242,7 @@ async def test_server_side_assignment_rebalances_incrementally_and_resumes_after
     assert sorted(resumed.records) == [(p, per_partition) for p in range(PARTITIONS)]
 
 
-def _classic_join_error(bootstrap: str, group: str, topic: str) -> str:
-    """A classic consumer (JoinGroup) tries the group; the first error it reports."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "group.protocol": "classic",
-            "auto.offset.reset": "earliest",
-        }
-    )
-    consumer.subscribe([topic])
-    try:
-        deadline = time.monotonic() + TIMEOUT_S
-        while time.monotonic() < deadline:
-            message = consumer.poll(0.2)
-            if message is not None and message.error() is not None:
-                return message.error().name()
-        return "no error"
-    finally:
-        consumer.close()
-
-
-async def test_admin_sees_the_group_type_members_and_assignments_and_classic_joins_are_refused(
+async def test_admin_sees_the_group_type_members_and_assignments(
     start_cluster: Any, wait_for: Any, members: list[Member]
 ) -> None:
     cluster = await start_cluster(configs=CONFIGS)
@@ -287,9 +272,6 @@ async def test_admin_sees_the_group_type_members_and_assignments_and_classic_joi
     assert {m.client_id for m in described.members} == {"left", "right"}
     assigned = [tp.partition for m in described.members for tp in m.assignment.topic_partitions]
     assert sorted(assigned) == list(range(PARTITIONS))
-    assert await asyncio.to_thread(_classic_join_error, cluster.bootstrap, group, topic) == (
-        "INCONSISTENT_GROUP_PROTOCOL"
-    )
 
     listed_cli = await _groups_cli(cluster.bootstrap, "--list")
     assert listed_cli.exit_code == 0, listed_cli.output
@@ -455,3 +437,59 @@ async def test_the_groups_command_describes_a_classic_group_beside_a_consumer_gr
     assert member_line.split()[-1] == f"{topic}:" + ",".join(str(p) for p in range(PARTITIONS))
     owners = {line.split()[2]: line.split()[-1] for line in offsets.splitlines()[1:]}
     assert owners == {str(p): member_line.split()[0] for p in range(PARTITIONS)}
+
+
+def _group_type(bootstrap: str, group: str) -> str:
+    """The group's type as ListGroups (v5) reports it: CLASSIC or CONSUMER."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    listed = admin.list_consumer_groups().result(TIMEOUT_S)
+    (listing,) = [g for g in listed.valid if g.group_id == group]
+    return str(listing.type.name)
+
+
+async def test_a_classic_group_migrates_to_the_consumer_protocol_and_back_online(
+    start_cluster: Any, wait_for: Any, members: list[Member]
+) -> None:
+    """Kafka 4's default `group.consumer.migration.policy=bidirectional`: a consumer with
+    `group.protocol=consumer` joining a group of classic consumers turns it into a consumer
+    group in which all three share the partitions, no partition owned by two at once;
+    when it leaves the group is classic again and the classic consumers carry on."""
+    cluster = await start_cluster(configs={**CONFIGS, "group.initial.rebalance.delay.ms": 0})
+    topic = group = "kip848-migration"
+    await asyncio.to_thread(_create_topic, cluster.bootstrap, topic)
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS)
+    ownership = Ownership()
+    classic = ["classic-1", "classic-2"]
+    for name in classic:
+        members.append(Member(name, cluster.bootstrap, group, topic, ownership, protocol="classic"))
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), classic, 3),
+        timeout=TIMEOUT_S,
+        message="the classic members share the partitions",
+    )
+    assert await asyncio.to_thread(_group_type, cluster.bootstrap, group) == "CLASSIC"
+    modern = Member("modern", cluster.bootstrap, group, topic, ownership)
+    members.append(modern)
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), [*classic, "modern"], 2),
+        timeout=TIMEOUT_S,
+        message="all three share the partitions",
+    )
+    assert await asyncio.to_thread(_group_type, cluster.bootstrap, group) == "CONSUMER"
+    consumed = lambda: {r for m in members for r in m.records} | set(modern.records)  # noqa: E731
+    await wait_for(lambda: len(consumed()) == RECORDS, timeout=TIMEOUT_S, message="all consumed")
+
+    await asyncio.to_thread(modern.close)
+    members.remove(modern)
+    await wait_for(
+        lambda: _covers_all_disjoint(ownership.snapshot(), classic, 3),
+        timeout=TIMEOUT_S,
+        message="the classic members take the partitions back",
+    )
+    assert await asyncio.to_thread(_group_type, cluster.bootstrap, group) == "CLASSIC"
+    await asyncio.to_thread(_produce, cluster.bootstrap, topic, RECORDS, RECORDS)
+    await wait_for(
+        lambda: len(consumed()) == 2 * RECORDS, timeout=TIMEOUT_S, message="the rest consumed"
+    )
+    assert ownership.violations == []
+    assert not any(m.errors for m in [*members, modern])

@@ -115,6 +115,7 @@ async def test_classic_and_consumer_groups_share_one_id_space() -> None:
             require_known_member_id=True,
         )
     )
+    # b"" is no subscription; a classic member with one joins (test_group_migration.py)
     assert classic_join.error is ErrorCode.INCONSISTENT_GROUP_PROTOCOL
     assert coordinator.describe_group("g") is None
     overview = coordinator.list_groups()

@@ -8,6 +8,7 @@ a field a version requires but the handler forgot fails here rather than in a cl
 from __future__ import annotations
 
 import struct
+import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from types import SimpleNamespace
@@ -39,7 +40,11 @@ async def coordinator() -> AsyncIterator[GroupCoordinator]:
     await coordinator.stop()
 
 
-TOPICS = {"t1": SimpleNamespace(partitions=[0]), "t": SimpleNamespace(partitions=[0, 1, 2, 3])}
+TOPICS = {
+    "t1": SimpleNamespace(topic_id=uuid.uuid4(), partitions=[0]),
+    "t": SimpleNamespace(topic_id=uuid.uuid4(), partitions=[0, 1, 2, 3]),
+}
+"""The metadata view's topic records, as far as the group handlers read them."""
 
 
 async def _unchanged_metadata() -> None:

@@ -1,4 +1,5 @@
-"""Group offset sync rules: include filter, mirror topics only, monotonic, active, conflicts."""
+"""Group offset sync rules: include filter, mirror topics only, monotonic, active, conflicts,
+share groups' start offsets and unread views."""
 
 from __future__ import annotations
 
@@ -106,6 +107,56 @@ def test_share_groups_sync_their_start_offsets() -> None:
     assert plan.commits == (CommitGroupOffsets("jobs", SHARE, {O0: 4}),)
 
 
+def test_share_start_offsets_never_move_backwards() -> None:
+    source = GroupView("jobs", SHARE, {O0: 4, O1: 9})
+    destination = GroupView("jobs", SHARE, {O0: 6, O1: 2})
+    assert diff([source], [destination]).commits == (CommitGroupOffsets("jobs", SHARE, {O1: 9}),)
+
+
+def test_share_groups_sync_only_mirroring_topics() -> None:
+    offsets = {O0: 4, TopicPartition("paused", 0): 5, TopicPartition("local", 0): 6}
+    assert diff([GroupView("jobs", SHARE, offsets)]).commits == (
+        CommitGroupOffsets("jobs", SHARE, {O0: 4}),
+    )
+
+
+def test_uninitialized_share_partitions_are_not_synced() -> None:
+    assert diff([GroupView("jobs", SHARE, {O0: -1})]) == GroupSyncPlan()
+
+
+def test_share_group_with_members_on_the_destination_is_skipped() -> None:
+    active = GroupView("jobs", SHARE, {O0: 1}, has_active_members=True)
+    plan = diff([GroupView("jobs", SHARE, {O0: 4})], [active])
+    assert plan == GroupSyncPlan(skipped_active=("jobs",))
+
+
+def test_a_new_share_group_is_created_by_its_first_commit() -> None:
+    plan = diff([GroupView("jobs", SHARE, {O0: 4})])
+    assert plan.commits == (CommitGroupOffsets("jobs", SHARE, {O0: 4}),)
+
+
+def test_unread_source_groups_are_reported_and_not_synced() -> None:
+    unread = GroupView("jobs", SHARE, readable=False)
+    plan = diff([unread, GroupView("app", CONSUMER, {O0: 1})])
+    assert plan.unread == ("jobs",)
+    assert plan.commits == (CommitGroupOffsets("app", CONSUMER, {O0: 1}),)
+
+
+def test_an_unread_destination_group_is_not_committed_over() -> None:
+    """Without the destination's start offsets "ahead" cannot be decided."""
+    plan = diff([GroupView("jobs", SHARE, {O0: 4})], [GroupView("jobs", SHARE, readable=False)])
+    assert plan == GroupSyncPlan(unread=("jobs",))
+
+
+def test_a_conflict_is_reported_even_if_the_destination_is_unread() -> None:
+    plan = diff([GroupView("jobs", CONSUMER, {O0: 4})], [GroupView("jobs", SHARE, readable=False)])
+    assert plan == GroupSyncPlan(conflicts=(GroupConflict("jobs", CONSUMER, SHARE),))
+
+
+def test_unread_groups_outside_the_include_filter_are_not_reported() -> None:
+    assert diff([GroupView("jobs", SHARE, readable=False)], include="app-.*") == GroupSyncPlan()
+
+
 def test_classic_and_consumer_groups_share_the_offset_model() -> None:
     plan = diff([GroupView("app", CONSUMER, {O0: 4})], [GroupView("app", GroupType.CLASSIC)])
     assert plan.conflicts == ()
@@ -139,7 +190,13 @@ TYPES = st.sampled_from(list(GroupType))
 
 def group_views(names: list[str], draw: st.DrawFn, active: bool) -> list[GroupView]:
     return [
-        GroupView(name, draw(TYPES), draw(OFFSETS), active and draw(st.booleans()))
+        GroupView(
+            name,
+            draw(TYPES),
+            draw(OFFSETS),
+            active and draw(st.booleans()),
+            readable=draw(st.booleans()),
+        )
         for name in names
     ]
 
@@ -169,7 +226,51 @@ def test_applying_a_group_plan_converges(
             {**before, **commit.offsets},
         )
     again = diff_groups(source, after.values(), MIRROR, filters)
-    assert again == GroupSyncPlan(conflicts=plan.conflicts, skipped_active=plan.skipped_active)
+    assert again == GroupSyncPlan(
+        conflicts=plan.conflicts, skipped_active=plan.skipped_active, unread=plan.unread
+    )
+
+
+@given(sides(), st.sampled_from([".*", "app-.*", "g1,app-2"]))
+def test_a_plan_commits_only_safe_offsets(
+    state: tuple[list[GroupView], list[GroupView]], include: str
+) -> None:
+    """Whatever the views: a commit keeps its source group's type, goes to a group of the
+    same kind (share or not), both sides readable and the destination without members,
+    carries only MIRRORING partitions at the source's offset, and advances each one."""
+    source, destination = state
+    plan = diff_groups(source, destination, MIRROR, groups_include(include))
+    by_id = {group.group_id: group for group in source}
+    present = {group.group_id: group for group in destination}
+    for commit in plan.commits:
+        origin = by_id[commit.group_id]
+        assert origin.readable and commit.group_type is origin.group_type
+        target = present.get(commit.group_id)
+        if target is not None:
+            assert target.readable and not target.has_active_members
+            assert target.group_type.is_share == origin.group_type.is_share
+        for tp, offset in commit.offsets.items():
+            assert tp.topic == "orders" and offset == origin.offsets[tp] >= 0
+            assert target is None or offset > target.offsets.get(tp, -1)
+    reported = [c.group_id for c in plan.commits] + [c.group_id for c in plan.conflicts]
+    reported += [*plan.skipped_active, *plan.unread]
+    assert len(reported) == len(set(reported))
+
+
+@given(sides())
+def test_share_and_consumer_groups_are_planned_independently(
+    state: tuple[list[GroupView], list[GroupView]],
+) -> None:
+    """Share groups are planned as if the source had no other groups, and the other way
+    round: one kind's start offsets never leak into the other's commits."""
+    source, destination = state
+    include = groups_include()
+    whole = diff_groups(source, destination, MIRROR, include)
+    for is_share in (True, False):
+        part = diff_groups(
+            [g for g in source if g.group_type.is_share == is_share], destination, MIRROR, include
+        )
+        assert part.commits == tuple(c for c in whole.commits if c.group_type.is_share == is_share)
 
 
 def test_offsets_keyed_by_the_group_coordinator_topic_partition_are_accepted() -> None:
