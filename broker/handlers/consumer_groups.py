@@ -15,7 +15,7 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Any
 
-from mirrorsim.broker.auth.enforcement import authorized_operations, is_authorized
+from mirrorsim.broker.auth.enforcement import is_authorized
 from mirrorsim.broker.group import GroupCoordinator, TopicPartition
 from mirrorsim.broker.group.consumer_messages import (
     ConsumerGroupDescription,
@@ -24,13 +24,13 @@ from mirrorsim.broker.group.consumer_messages import (
     TopicInfo,
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
+from mirrorsim.broker.handlers.group_describe import describe_group
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.protocol.acl import AclOperation, ResourceType
 from mirrorsim.protocol.errors import ErrorCode
 
 CONSUMER_GROUP_HEARTBEAT = 68
 CONSUMER_GROUP_DESCRIBE = 69
-UNSET_AUTHORIZED_OPERATIONS = -(2**31)
 CLASSIC_MEMBER_TYPE = 0
 """ConsumerGroupDescribe v1's member type of a member still using the classic protocol."""
 CONSUMER_MEMBER_TYPE = 1
@@ -155,49 +155,18 @@ async def _heartbeat(ctx: RequestContext, body: Any) -> ConsumerHeartbeatResult:
 @handles(CONSUMER_GROUP_DESCRIBE, min_version=0, max_version=1)
 async def handle_consumer_group_describe(ctx: RequestContext, body: Any) -> Any:
     topics = topic_catalog(ctx)
-    described = []
-    for group_id in body.group_ids:
-        described.append(await _describe(ctx, body, group_id, topics))
-    return respond(body, {"throttle_time": NO_THROTTLE, "groups": described})
-
-
-async def _describe(
-    ctx: RequestContext, body: Any, group_id: str, topics: Mapping[str, TopicInfo]
-) -> dict[str, Any]:
-    if not await is_authorized(ctx, AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
-        return _described_error(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
-    error = await _coordinator(ctx).acquire(group_id)
-    if error is not ErrorCode.NONE:
-        return _described_error(group_id, error, None)
-    group = _coordinator(ctx).describe_consumer_group(group_id, topics)
-    if group is None:
-        kind = _coordinator(ctx).group_type(group_id)
-        message = (
-            f"Group {group_id} not found."
-            if kind is None
-            else f"Group {group_id} is not a consumer group."
+    described = [
+        await describe_group(
+            ctx,
+            group_id,
+            include_authorized_operations=body.include_authorized_operations,
+            kind="consumer",
+            describe=lambda g: _coordinator(ctx).describe_consumer_group(g, topics),
+            render=lambda group, operations: _described(group, topics, operations),
         )
-        return _described_error(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
-    operations = (
-        await authorized_operations(ctx, ResourceType.GROUP, group_id)
-        if body.include_authorized_operations
-        else UNSET_AUTHORIZED_OPERATIONS
-    )
-    return _described(group, topics, operations)
-
-
-def _described_error(group_id: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
-    return {
-        "error_code": error,
-        "error_message": message,
-        "group_id": group_id,
-        "group_state": "Dead" if error is ErrorCode.GROUP_ID_NOT_FOUND else "",
-        "group_epoch": -1,
-        "assignment_epoch": -1,
-        "assignor_name": "",
-        "members": [],
-        "authorized_operations": UNSET_AUTHORIZED_OPERATIONS,
-    }
+        for group_id in body.group_ids
+    ]
+    return respond(body, {"throttle_time": NO_THROTTLE, "groups": described})
 
 
 def _described(
