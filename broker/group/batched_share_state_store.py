@@ -63,9 +63,17 @@ class BatchedShareStateStore:
         )
 
     async def initialize(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> bool:
-        return await self._store.initialize(group_id, topic_id, partition, snapshot)
+        return await self._store.initialize(
+            group_id, topic_id, partition, snapshot, leader_epoch=leader_epoch
+        )
 
     async def read(
         self, group_id: str, topic_id: uuid.UUID, partition: int

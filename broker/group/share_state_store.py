@@ -107,10 +107,18 @@ class ShareStateStore(Protocol):
     """Durable share-partition state, keyed by (group_id, topic_id, partition)."""
 
     async def initialize(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> bool:
         """Store ``snapshot`` unless the partition already has a state; whether it did
-        (InitializeShareGroupState: two leaders initializing at once keep one state)."""
+        (InitializeShareGroupState: two leaders initializing at once keep one state). The
+        leader epoch of the initializing leader is stored with it, so a leader of an older
+        epoch cannot take the new state over."""
         ...
 
     async def read(
@@ -253,12 +261,18 @@ class InMemoryShareStateStore:
         self._rows: dict[ShareStateKey, StoredShareState] = {}
 
     async def initialize(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> bool:
         key = ShareStateKey(group_id, topic_id, partition)
         if key in self._rows:
             return False
-        self._rows[key] = StoredShareState(snapshot, NO_LEADER_EPOCH)
+        self._rows[key] = StoredShareState(snapshot, leader_epoch)
         return True
 
     async def read(

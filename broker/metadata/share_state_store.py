@@ -65,10 +65,16 @@ class SqlShareStateStore:
         self._store = store
 
     async def initialize(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int = NO_LEADER_EPOCH,
     ) -> bool:
         key = ShareStateKey(group_id, topic_id, partition)
-        return await asyncio.to_thread(self._initialize, key, snapshot)
+        return await asyncio.to_thread(self._initialize, key, snapshot, leader_epoch)
 
     async def read(
         self, group_id: str, topic_id: uuid.UUID, partition: int
@@ -129,13 +135,13 @@ class SqlShareStateStore:
         table = schema.share_group_states
         await asyncio.to_thread(self._delete, table.c.topic_id == str(topic_id))
 
-    def _initialize(self, key: ShareStateKey, snapshot: ShareSnapshot) -> bool:
+    def _initialize(self, key: ShareStateKey, snapshot: ShareSnapshot, leader_epoch: int) -> bool:
         table = schema.share_group_states
         with self._store.engine.begin() as conn:
             _require_partitions(conn, [key])
             if _stored(conn, [key]):
                 return False
-            conn.execute(table.insert(), [_row(key, StoredShareState(snapshot, NO_LEADER_EPOCH))])
+            conn.execute(table.insert(), [_row(key, StoredShareState(snapshot, leader_epoch))])
             return True
 
     def _read(self, key: ShareStateKey) -> ShareSnapshot | None:

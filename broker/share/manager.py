@@ -57,7 +57,13 @@ class ShareStates(Protocol):
     """What the manager needs of the durable share state (`ShareStateStore`)."""
 
     async def initialize(
-        self, group_id: str, topic_id: uuid.UUID, partition: int, snapshot: ShareSnapshot
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        snapshot: ShareSnapshot,
+        *,
+        leader_epoch: int,
     ) -> bool: ...
 
     async def take_over(
@@ -317,7 +323,9 @@ class SharePartitionManager:
         )
         if snapshot is None:
             first = ShareSnapshot(self._initial_offset(key))
-            if await self._states.initialize(key.group_id, key.topic_id, key.partition, first):
+            if await self._states.initialize(
+                key.group_id, key.topic_id, key.partition, first, leader_epoch=leader_epoch
+            ):
                 snapshot = first
             else:
                 snapshot = await self._states.take_over(

@@ -195,6 +195,18 @@ async def test_a_take_over_from_an_older_leader_epoch_is_fenced(metadata: Metada
     await states.write("g", topic_id, 0, _snapshot(6, state_epoch=1), leader_epoch=7)
 
 
+async def test_an_initialized_state_keeps_its_leaders_epoch(metadata: MetadataStore) -> None:
+    """Before the initializing leader's first write, a leader of an older epoch still
+    cannot take the partition over."""
+    states = SqlShareStateStore(metadata)
+    topic_id = _create_topic(metadata, "orders")
+    assert await states.initialize("g", topic_id, 0, _snapshot(5), leader_epoch=7)
+    with pytest.raises(FencedLeaderEpochError):
+        await states.take_over("g", topic_id, 0, 6)
+    await states.write("g", topic_id, 0, _snapshot(6), leader_epoch=7)
+    assert await states.read("g", topic_id, 0) == _snapshot(6)
+
+
 async def test_a_reset_starts_the_state_over_and_fences_its_holder(
     metadata: MetadataStore,
 ) -> None:

@@ -117,6 +117,18 @@ async def test_a_take_over_from_an_older_leader_epoch_is_refused(store: ShareSta
     assert await store.read("g", TOPIC, 0) == _snapshot(2, state_epoch=1)
 
 
+async def test_a_state_initialized_by_a_leader_cannot_be_taken_over_by_an_older_one(
+    store: ShareStateStore,
+) -> None:
+    """The initializing leader has not written yet: its leader epoch is stored with the
+    first state, so a broker that still thinks it leads an older epoch is refused."""
+    assert await store.initialize("g", TOPIC, 0, _snapshot(3), leader_epoch=6)
+    with pytest.raises(FencedLeaderEpochError):
+        await store.take_over("g", TOPIC, 0, 5)
+    await store.write("g", TOPIC, 0, _snapshot(4), leader_epoch=6)
+    assert await store.read("g", TOPIC, 0) == _snapshot(4)
+
+
 async def test_a_reset_starts_over_and_fences_the_holder(store: ShareStateStore) -> None:
     await store.initialize("g", TOPIC, 0, _snapshot(1))
     held = await store.take_over("g", TOPIC, 0, 3)
