@@ -59,7 +59,7 @@ async def handle_share_fetch(ctx: RequestContext, body: Any) -> Any:
     ack_errors = await _acknowledge(ctx, member_id, acks, keys, errors)
     reads: dict[SharePartitionKey, ShareRead] = {}
     if epoch == FINAL_EPOCH:
-        await ctx.broker.share_partitions.release(member_id, list(keys.values()))
+        await ctx.broker.share_partitions.release_member(group_id, member_id)
     else:
         fetched = await ctx.broker.share_partitions.fetch(
             member_id,
@@ -107,18 +107,16 @@ async def handle_share_acknowledge(ctx: RequestContext, body: Any) -> Any:
         return _acknowledge_error(body, *refusal)
     sessions = ctx.broker.share_sessions
     try:
-        session = (
+        if epoch == FINAL_EPOCH:
             sessions.close(group_id, member_id)
-            if epoch == FINAL_EPOCH
-            else sessions.advance(group_id, member_id, epoch)
-        )
+        else:
+            sessions.advance(group_id, member_id, epoch)
     except ShareSessionError as exc:
         return _acknowledge_error(body, exc.error, exc.message)
     keys, errors = await _resolve(ctx, group_id, set(acks))
     ack_errors = await _acknowledge(ctx, member_id, acks, keys, errors)
     if epoch == FINAL_EPOCH:
-        held, _ = await _resolve(ctx, group_id, session.partitions)
-        await ctx.broker.share_partitions.release(member_id, list(held.values()))
+        await ctx.broker.share_partitions.release_member(group_id, member_id)
     partitions = {
         p: {
             "partition_index": p.partition,
@@ -168,8 +166,7 @@ async def _session_for_fetch(
                 ctx, group_id, member_id
             )
         if replaced is not None:
-            held, _ = await _resolve(ctx, group_id, replaced.partitions)
-            await ctx.broker.share_partitions.release(member_id, list(held.values()))
+            await ctx.broker.share_partitions.release_member(group_id, member_id)
         opened, _ = await _resolve(ctx, group_id, requested)
         ctx.broker.share_partitions.refresh_idle(list(opened.values()))
         return session
@@ -177,19 +174,13 @@ async def _session_for_fetch(
         return sessions.close(group_id, member_id)
     session = sessions.advance(group_id, member_id, epoch)
     session.partitions.update(requested)
-    dropped = session.partitions & set(forgotten)
-    session.partitions.difference_update(dropped)
-    if dropped:
-        held, _ = await _resolve(ctx, group_id, dropped)
-        await ctx.broker.share_partitions.release(member_id, list(held.values()))
+    session.partitions.difference_update(forgotten)
     return session
 
 
 async def _disconnected(ctx: RequestContext, group_id: str, member_id: str) -> None:
-    session = ctx.broker.share_sessions.disconnect(group_id, member_id, ctx.session)
-    if session is not None:
-        held, _ = await _resolve(ctx, group_id, session.partitions)
-        await ctx.broker.share_partitions.release(member_id, list(held.values()))
+    if ctx.broker.share_sessions.disconnect(group_id, member_id, ctx.session) is not None:
+        await ctx.broker.share_partitions.release_member(group_id, member_id)
 
 
 def _acks(topics: Iterable[Any], field: str) -> Acks:

@@ -269,10 +269,12 @@ class SharePartitionManager:
         self._arm(key, entry)
         return await self._store(key, entry) if error == ErrorCode.NONE else error
 
-    async def release(self, member_id: str, keys: Sequence[ShareKey]) -> None:
-        """The member's share session ended: what it still holds goes back to the group."""
+    async def release_member(self, group_id: str, member_id: str) -> None:
+        """The member's share session ended: what it still holds in the group's partitions
+        on this broker goes back to the group, including partitions its session had
+        forgotten (records there stay acquired until acknowledged or released)."""
         writes = []
-        for key in keys:
+        for key in [k for k in self._loaded if k.group_id == group_id]:
             entry = self._loaded.get(key)
             if entry is not None and entry.partition.release_member(member_id):
                 self._arm(key, entry)

@@ -38,7 +38,11 @@ class Member:
         self.epoch = 0
 
     async def fetch(
-        self, acks: list[tuple[int, int, list[int]]] | None = None, *, epoch: int | None = None
+        self,
+        acks: list[tuple[int, int, list[int]]] | None = None,
+        *,
+        epoch: int | None = None,
+        forget: bool = False,
     ) -> Any:
         partitions = [
             {
@@ -61,8 +65,10 @@ class Member:
                 "max_bytes": 1 << 20,
                 "max_records": 500,
                 "batch_size": 500,
-                "topics": [{"topic_id": self.topic_id, "partitions": partitions}],
-                "forgotten_topics_data": [],
+                "topics": [] if forget else [{"topic_id": self.topic_id, "partitions": partitions}],
+                "forgotten_topics_data": [{"topic_id": self.topic_id, "partitions": [0]}]
+                if forget
+                else [],
             },
         )
         if epoch is None and response.error_code == ErrorCode.NONE:
@@ -220,6 +226,25 @@ async def test_a_record_held_by_one_member_is_refused_to_another(
         closing = await first.acknowledge([(0, 4, [ACCEPT])], epoch=-1)
         assert partition(closing).error_code == ErrorCode.NONE
         assert acquired(await second.fetch()) == [(5, 9, 2)]
+    finally:
+        await first_conn.close()
+        await second_conn.close()
+
+
+async def test_a_forgotten_partition_keeps_the_members_records_until_it_acknowledges(
+    broker: Any, topic_id: uuid.UUID
+) -> None:
+    """A consumer whose assignment moved on may still acknowledge what it was handed: the
+    records stay its own, and no other member gets them meanwhile."""
+    first_conn, second_conn = await connect(broker), await connect(broker)
+    try:
+        first, second = Member(first_conn, topic_id), Member(second_conn, topic_id)
+        assert acquired(await first.fetch()) == [(0, 9, 1)]
+        assert acquired(await first.fetch(forget=True)) == []
+        assert acquired(await second.fetch()) == []
+        late = await first.acknowledge([(0, 9, [ACCEPT])], epoch=first.epoch)
+        assert partition(late).error_code == ErrorCode.NONE
+        assert acquired(await second.fetch()) == []
     finally:
         await first_conn.close()
         await second_conn.close()
