@@ -23,6 +23,7 @@ from mirrorsim.broker.group.consumer_messages import (
     ConsumerHeartbeatResult,
     TopicInfo,
 )
+from mirrorsim.broker.group.share_messages import ShareHeartbeatResult
 from mirrorsim.broker.handlers.base import RequestContext, handles
 from mirrorsim.broker.handlers.group_describe import describe_group
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
@@ -102,7 +103,14 @@ def wire_partitions(
 
 @handles(CONSUMER_GROUP_HEARTBEAT, min_version=0, max_version=1)
 async def handle_consumer_group_heartbeat(ctx: RequestContext, body: Any) -> Any:
-    result = await _heartbeat(ctx, body)
+    return heartbeat_response(ctx, body, await _heartbeat(ctx, body))
+
+
+def heartbeat_response(
+    ctx: RequestContext, body: Any, result: ConsumerHeartbeatResult | ShareHeartbeatResult
+) -> Any:
+    """The answer to a ConsumerGroupHeartbeat or a ShareGroupHeartbeat: the same fields,
+    the assignment by topic id and only when it changed."""
     topics = topic_catalog(ctx)
     return respond(
         body,

@@ -12,7 +12,6 @@ describing needs DESCRIBE on the group.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import Any
 
 from mirrorsim.broker.auth.enforcement import (
@@ -27,7 +26,11 @@ from mirrorsim.broker.group.share_messages import (
     ShareHeartbeatResult,
 )
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.consumer_groups import topic_catalog, wire_partitions
+from mirrorsim.broker.handlers.consumer_groups import (
+    heartbeat_response,
+    topic_catalog,
+    wire_partitions,
+)
 from mirrorsim.broker.handlers.group_describe import describe_group
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.protocol.acl import AclOperation, ResourceType
@@ -44,22 +47,7 @@ def _coordinator(ctx: RequestContext) -> GroupCoordinator:
 
 @handles(SHARE_GROUP_HEARTBEAT, min_version=1, max_version=1)
 async def handle_share_group_heartbeat(ctx: RequestContext, body: Any) -> Any:
-    result = await _heartbeat(ctx, body)
-    topics = topic_catalog(ctx)
-    return respond(
-        body,
-        {
-            "throttle_time": NO_THROTTLE,
-            "error_code": result.error,
-            "error_message": result.message,
-            "member_id": result.member_id or body.member_id,
-            "member_epoch": result.member_epoch,
-            "heartbeat_interval": timedelta(milliseconds=result.heartbeat_interval_ms),
-            "assignment": None
-            if result.assignment is None
-            else {"topic_partitions": wire_partitions(result.assignment, topics, named=False)},
-        },
-    )
+    return heartbeat_response(ctx, body, await _heartbeat(ctx, body))
 
 
 async def _heartbeat(ctx: RequestContext, body: Any) -> ShareHeartbeatResult:
