@@ -1,18 +1,23 @@
-"""Partitions per broker: create, mirror, idle and fail over on two single-broker clusters.
+"""Partitions per broker: create, mirror, idle, fail over and fail back on two
+single-broker clusters, at several sizes in one table.
 
-Run: .venv/bin/python -m mirrorsim.bench.bench_scale [--topics 20] [--partitions 100]
-     [--idle-seconds 60]
+Run: .venv/bin/python -m mirrorsim.bench.bench_scale [--sizes 10000,100000]
+     [--partitions 100] [--idle-seconds 60]
 
-Two clusters of one broker each run as OS processes (``ProcessCluster``). The source gets
-the topics (CreateTopics, 10 topics per request) and one record per partition. The
-destination mirrors them all (CreateMirror, AddTopicsToMirror), timed until every
-partition is MIRRORING with its record; then both brokers sit idle with the mirror
-running and their CPU over ``--idle-seconds`` is read from ``/proc/<pid>/stat``;
-then the failover (RemoveTopicsFromMirror of every topic) is timed until every partition
-is STOPPED. Every broker's resident memory (``VmRSS``), open descriptors and, among them,
-open segment files are read from ``/proc`` while the mirror runs. The descriptor limit
-and the segment-file budget are the ones the broker logs at start (``log.md``, "Open
-files"). Results go to ``bench/results/scale.json`` and ``scale.md``.
+For each size, two fresh clusters of one broker each run as OS processes
+(``ProcessCluster``). The source gets ``size / --partitions`` topics (CreateTopics, 10
+topics per request) and one record per partition. The destination mirrors them all
+(CreateMirror, AddTopicsToMirror), timed until every partition is MIRRORING with its
+record; then both brokers sit idle with the mirror running and their CPU over
+``--idle-seconds`` is read from ``/proc/<pid>/stat``; then the failover
+(RemoveTopicsFromMirror of every topic) is timed until every partition is STOPPED, and
+the failback (on the old source, a mirror of the same name from the destination and
+every topic added to it) until every partition there is MIRRORING. Every broker's
+resident memory (``VmRSS``), open descriptors and, among them, open segment files are
+read from ``/proc`` while the mirror runs, before any topic exists too, so that the
+memory per partition is the difference. The descriptor limit and the segment-file
+budget are the ones the broker logs at start (``log.md``, "Open files"). Results go to
+``bench/results/scale.json`` and ``scale.md``.
 """
 
 from __future__ import annotations
@@ -106,6 +111,12 @@ def process_view(pid: int, data_dir: str) -> dict[str, int]:
     }
 
 
+def _poll_interval(total: int) -> float:
+    """Seconds between two DescribeMirrors: one per second up to 20,000 partitions, and
+    less often above, so that the polling stays a small part of what is measured."""
+    return max(STATE_POLL_S, total / 20_000)
+
+
 async def _states(admin: Admin) -> dict[str, int]:
     """How many of the mirror's partitions are in each state, and how many hold their
     record (a destination offset of 1)."""
@@ -117,7 +128,7 @@ async def _states(admin: Admin) -> dict[str, int]:
     return counts
 
 
-async def _until_states(admin: Admin, done: Any, what: str) -> None:
+async def _until_states(admin: Admin, done: Any, what: str, total: int) -> None:
     """Poll the mirror's state counts until ``done(counts)``, printing them meanwhile."""
 
     async def reached() -> bool:
@@ -127,7 +138,7 @@ async def _until_states(admin: Admin, done: Any, what: str) -> None:
             print(f"  {what}: {counts}", file=sys.stderr, flush=True)
         return finished
 
-    await wait_until(reached, TIMEOUT_S, what, retry_on=(), interval=STATE_POLL_S)
+    await wait_until(reached, TIMEOUT_S, what, retry_on=(), interval=_poll_interval(total))
 
 
 async def _mirror_everything(
@@ -143,6 +154,7 @@ async def _mirror_everything(
             admin,
             lambda c: c.get("MIRRORING") == total and c["copied"] == total,
             "mirroring",
+            total,
         )
         return time.perf_counter() - started
 
@@ -152,7 +164,22 @@ async def _fail_over(destination: ProcessCluster, topics: list[str], total: int)
         started = time.perf_counter()
         for chunk in _chunks(topics):
             (await admin.remove_topics_from_mirror(MIRROR, chunk)).all()
-        await _until_states(admin, lambda c: c.get("STOPPED") == total, "failover")
+        await _until_states(admin, lambda c: c.get("STOPPED") == total, "failover", total)
+        return time.perf_counter() - started
+
+
+async def _fail_back(
+    source: ProcessCluster, destination: ProcessCluster, topics: list[str], total: int
+) -> float:
+    """Seconds from CreateMirror on the old source (from the destination) until every
+    partition there is MIRRORING again: the source's logs cut to their last mirrored
+    epoch and following the destination."""
+    async with Admin(bootstrap=source.bootstrap, config=CLIENT_CONFIG) as admin:
+        started = time.perf_counter()
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": destination.bootstrap})
+        for chunk in _chunks(topics):
+            (await admin.add_topics_to_mirror(MIRROR, chunk)).all()
+        await _until_states(admin, lambda c: c.get("MIRRORING") == total, "failback", total)
         return time.perf_counter() - started
 
 
@@ -184,6 +211,7 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
     for cluster in (source, destination):
         await cluster.start()
     try:
+        empty = [_rss_mib(_pid(c)) for c in (source, destination)]
         print(f"creating {total:,} partitions", file=sys.stderr, flush=True)
         started = time.perf_counter()
         await asyncio.to_thread(create_topics, source.bootstrap, topics, partitions)
@@ -202,21 +230,29 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
         idle = await _idle_cpu(pids, idle_seconds)
         print("failing over", file=sys.stderr, flush=True)
         failover_s = await _fail_over(destination, topics, total)
+        print("failing back", file=sys.stderr, flush=True)
+        failback_s = await _fail_back(source, destination, topics, total)
     finally:
         for cluster in (source, destination):
             await cluster.stop()
     rows = [
         {
             "cluster": "source",
-            "seconds": {"create": round(create_s, 1), "produce": round(produce_s, 1)},
+            "seconds": {
+                "create": round(create_s, 1),
+                "produce": round(produce_s, 1),
+                "failback": round(failback_s, 1),
+            },
         },
         {
             "cluster": "destination",
             "seconds": {"mirror": round(mirror_s, 1), "failover": round(failover_s, 1)},
         },
     ]
-    for row, view, cpu in zip(rows, views, idle, strict=True):
+    for row, view, cpu, rss_empty in zip(rows, views, idle, empty, strict=True):
         row.update(view)
+        row["rss_mib_without_topics"] = rss_empty
+        row["rss_bytes_per_partition"] = round((view["rss_mib"] - rss_empty) * 2**20 / total)
         row["idle_cpu_percent"] = cpu
     return {
         "topics": topic_count,
@@ -229,42 +265,74 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
     }
 
 
-def render_markdown(result: dict[str, Any]) -> str:
+def _rss_mib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return round(int(status.split("VmRSS:")[1].split()[0]) / 1024)
+
+
+def render_markdown(results: list[dict[str, Any]], command: str) -> str:
+    first = results[0]
     lines = [
-        f"# Scale: {result['partitions_per_broker']:,} partitions per broker "
-        f"({result['topics']} topics x {result['partitions_per_topic']})",
+        "# Scale: partitions per broker, mirrored, failed over and failed back",
         "",
-        "Two single-broker clusters as processes; one record per partition on the source, "
-        "all of it mirrored by the destination "
-        f"({result['cpus']} CPUs, load average {result['load_average']}). Idle CPU: "
-        f"{result['idle_seconds']:.0f} s with the mirror running and nothing to copy.",
+        f"Command: `{command}`",
         "",
-        "| cluster | seconds | RSS MiB | open fds | open segment files | fd limit "
-        "| segment-file budget | idle CPU % of a core |",
-        "|---|---|---|---|---|---|---|---|",
+        "Two single-broker clusters as processes per size; one record per partition on the "
+        "source, all of it mirrored by the destination, then failed over (RemoveTopicsFromMirror "
+        "of every topic on the destination) and failed back (on the source, a mirror of the "
+        f"same name from the destination and every topic added). {first['cpus']} CPUs. Idle "
+        f"CPU: {first['idle_seconds']:.0f} s with the mirror running and nothing to copy. "
+        "RSS per partition: the broker's RSS with the mirror running less its RSS before any "
+        "topic existed, over the partitions.",
+        "",
+        "| partitions | topics | cluster | seconds | RSS MiB | RSS bytes per partition "
+        "| open fds | open segment files | fd limit | segment-file budget "
+        "| idle CPU % of a core | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for row in result["brokers"]:
-        seconds = ", ".join(f"{k} {v}" for k, v in row["seconds"].items())
-        lines.append(
-            f"| {row['cluster']} | {seconds} | {row['rss_mib']} | {row['open_fds']} "
-            f"| {row['open_segment_files']} | {row['fd_limit']} | {row['segment_file_budget']} "
-            f"| {row['idle_cpu_percent']} |"
-        )
+    for result in results:
+        for row in result["brokers"]:
+            seconds = ", ".join(f"{k} {v}" for k, v in row["seconds"].items())
+            lines.append(
+                f"| {result['partitions_per_broker']:,} | {result['topics']} | {row['cluster']} "
+                f"| {seconds} | {row['rss_mib']} | {row['rss_bytes_per_partition']:,} "
+                f"| {row['open_fds']} | {row['open_segment_files']} | {row['fd_limit']} "
+                f"| {row['segment_file_budget']} | {row['idle_cpu_percent']} "
+                f"| {result['load_average'][0]} |"
+            )
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mirrorsim.bench.bench_scale")
-    parser.add_argument("--topics", type=int, default=20)
-    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument(
+        "--sizes",
+        default="2000",
+        help="partitions per broker, comma separated (each a multiple of --partitions)",
+    )
+    parser.add_argument("--partitions", type=int, default=100, help="partitions per topic")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    with tempfile.TemporaryDirectory(prefix="bench-scale-") as root:
-        result = asyncio.run(run(args.topics, args.partitions, args.idle_seconds, Path(root)))
+    sizes = [int(size) for size in args.sizes.split(",")]
+    if any(size <= 0 or size % args.partitions for size in sizes):
+        parser.error(f"every size must be a positive multiple of --partitions {args.partitions}")
+    results = []
+    for size in sizes:
+        print(f"== {size:,} partitions", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory(prefix="bench-scale-") as root:
+            results.append(
+                asyncio.run(
+                    run(size // args.partitions, args.partitions, args.idle_seconds, Path(root))
+                )
+            )
+    command = (
+        "python -m mirrorsim.bench.bench_scale "
+        f"--sizes {args.sizes} --partitions {args.partitions} --idle-seconds {args.idle_seconds:g}"
+    )
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps(result, indent=2) + "\n")
-    (RESULTS / "scale.md").write_text(render_markdown(result))
-    print(render_markdown(result))
+    (RESULTS / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
+    (RESULTS / "scale.md").write_text(render_markdown(results, command))
+    print(render_markdown(results, command))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,9 @@ local[2] and with a single-process loop that walks both logs side by side doing 
 per-unit work (fingerprint and CRC32C per batch; decode and compare per record). MB/s
 counts the source log's bytes (each is read on both sides). Spark runs each level twice
 in the same session: the first run pays for JVM warm-up and Python worker start, the
-second is the steady state a long verification sees.
+second is the steady state a long verification sees. Each row records the 1-minute load
+average just before its run: on a shared machine a load above the CPU count means the
+run shared its cores, and its seconds are an upper bound.
 """
 
 from __future__ import annotations
@@ -134,10 +136,12 @@ def spark_level(level: str, source: Path, destination: Path) -> Callable[[], int
     return run
 
 
-def timed(run: Callable[[], int]) -> tuple[int, float]:
+def timed(run: Callable[[], int]) -> tuple[int, float, float]:
+    """Units compared, seconds taken, and the 1-minute load average before the run."""
+    load = os.getloadavg()[0]
     start = time.perf_counter()
     units = run()
-    return units, time.perf_counter() - start
+    return units, time.perf_counter() - start, load
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -164,15 +168,17 @@ def main(argv: list[str] | None = None) -> None:
             ("batch", batches, python_batch_level),
             ("record", records, python_record_level),
         ):
-            baseline_units, baseline_seconds = timed(lambda f=python_loop: f(source, destination))
+            baseline_units, baseline_seconds, baseline_load = timed(
+                lambda f=python_loop: f(source, destination)
+            )
             spark_run = spark_level(level, source, destination)
-            cold_units, cold_seconds = timed(spark_run)
-            warm_units, warm_seconds = timed(spark_run)
+            cold_units, cold_seconds, cold_load = timed(spark_run)
+            warm_units, warm_seconds, warm_load = timed(spark_run)
             assert baseline_units == cold_units == warm_units == units_total
-            for name, seconds in (
-                ("python loop (baseline)", baseline_seconds),
-                ("spark local[2], first run", cold_seconds),
-                ("spark local[2], second run", warm_seconds),
+            for name, seconds, load in (
+                ("python loop (baseline)", baseline_seconds, baseline_load),
+                ("spark local[2], first run", cold_seconds, cold_load),
+                ("spark local[2], second run", warm_seconds, warm_load),
             ):
                 rows.append(
                     {
@@ -182,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
                         "units_per_second": round(units_total / seconds),
                         "megabytes_per_second": round(size / (1 << 20) / seconds, 1),
                         "vs_baseline": round(baseline_seconds / seconds, 3),
+                        "load_average_1m": round(load, 2),
                     }
                 )
     finally:
@@ -212,12 +219,12 @@ def markdown(result: dict) -> str:
         f"{result['batches']} batches, {result['records']} records (destination identical). "
         f"MB/s counts source bytes; both logs are read. Machine: {result['cpus']} CPUs.",
         "",
-        "| level | runner | seconds | units/s | MB/s | speed vs baseline |",
-        "|---|---|---:|---:|---:|---:|",
+        "| level | runner | seconds | units/s | MB/s | speed vs baseline | load (1 min) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     lines += [
         f"| {r['level']} | {r['runner']} | {r['seconds']} | {r['units_per_second']} | "
-        f"{r['megabytes_per_second']} | {r['vs_baseline']} |"
+        f"{r['megabytes_per_second']} | {r['vs_baseline']} | {r['load_average_1m']} |"
         for r in result["results"]
     ]
     return "\n".join(lines) + "\n"

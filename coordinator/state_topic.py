@@ -131,6 +131,14 @@ class MirrorStateTopic:
                 raise
             await self._broker.refresh_metadata()
 
+    def _hosts_as_leader(self, index: int) -> bool:
+        """Whether the replica manager hosts the state partition as its leader (asked per
+        named partition: the broker may host 100,000 others)."""
+        try:
+            return self._broker.replica_manager.partition(MIRROR_STATE_TOPIC, index).is_leader
+        except KafkaError:
+            return False
+
     def on_metadata_change(self) -> None:
         """Load the partitions this broker now leads; forget those it no longer leads.
 
@@ -141,12 +149,7 @@ class MirrorStateTopic:
         named = set()
         if topic is not None:
             named = {p.partition for p in topic.partitions if p.leader == self._broker.broker_id}
-        hosted = {
-            p.index
-            for p in self._broker.replica_manager.partitions()
-            if p.topic == MIRROR_STATE_TOPIC and p.is_leader
-        }
-        led = named & hosted
+        led = {index for index in named if self._hosts_as_leader(index)}
         for index in list(self._stores):
             if index not in led:
                 del self._stores[index]

@@ -5,7 +5,6 @@ stalling the run."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -40,11 +39,16 @@ class TimelineSampler:
         self._task = asyncio.create_task(self._run(), name="drill timeline")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        """Cancel the sampling loop until it has ended: before Python 3.12 the
+        ``asyncio.wait_for`` around a sample swallows a cancellation that lands as the
+        sample completes, and the loop would go on sampling while the drill waits for it
+        to stop."""
+        task, self._task = self._task, None
+        while task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task}, timeout=1.0)
+        if task is not None and not task.cancelled():
+            task.result()
 
     async def _run(self) -> None:
         while True:

@@ -1,17 +1,26 @@
 """One mirror fetcher: consumer Fetch requests to one source broker for one mirror.
 
 Kafka's ``AbstractFetcherThread.doWork`` as one asyncio task over the pure per-partition
-plan of ``mirrorsim.fetcher.plan``: each round asks every partition for its next action
-and executes it. Truncations run on the local log, OffsetForLeaderEpoch and ListOffsets
-go to the source, and all partitions that want to fetch share one consumer Fetch
-(replica id -1, read_committed, so the source keeps no follower state and answers only
-up to its LSO) over an incremental fetch session. Each partition's answer goes back
-through the plan, which says what to append (the source's batches, unchanged) and what
-to do next. A partition that fails goes to FAILED alone; one whose source leader moved
-is handed back to the manager, which finds the new leader.
+plan of ``mirrorsim.fetcher.plan``: each round asks partitions for their next action and
+executes it. Truncations run on the local log, OffsetForLeaderEpoch and ListOffsets go to
+the source, and all partitions that want to fetch share one consumer Fetch (replica id
+-1, read_committed, so the source keeps no follower state and answers only up to its
+LSO) over an incremental fetch session. Each partition's answer goes back through the
+plan, which says what to append (the source's batches, unchanged) and what to do next. A
+partition that fails goes to FAILED alone; one whose source leader moved is handed back
+to the manager, which finds the new leader.
+
+A destination may mirror a hundred thousand partitions, nearly all idle, and a round
+runs once per source max wait; so a round costs what changed, not what is mirrored. The
+plan's next action depends only on the partition's state, except that a ``Wait`` turns
+into something else once its time has come. So a round asks again only the partitions
+whose state changed since they were last asked (added, answered, or after an executed
+action) and those whose wait is over (a heap of timers); every other partition keeps the
+``Fetch`` it last wanted, and the fetch session is told only of the changes.
 
 Partitions the broker's mirror replication quota throttles sit out the fetches while the
-quota is exceeded (``mirrorsim.fetcher.throttle``), as Kafka's replica fetchers do.
+quota is exceeded (``mirrorsim.fetcher.throttle``), as Kafka's replica fetchers do; the
+quota's replica lists are read once per topic and round.
 
 Partitions are added and removed between requests; an answer for a partition removed
 meanwhile is dropped, and every await is followed by that check again, so a partition
@@ -23,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime
+import heapq
 import logging
 import time
 import uuid
@@ -53,7 +63,7 @@ from mirrorsim.fetcher.plan import (
     on_offset_bounds,
     on_truncated,
 )
-from mirrorsim.fetcher.throttle import MirrorReplicationQuota
+from mirrorsim.fetcher.throttle import MirrorReplicationQuota, TopicThrottle
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.records.raw_batch import RawBatch
 from mirrorsim.protocol.uuids import ZERO_UUID
@@ -131,6 +141,23 @@ class MirrorFetcherTask:
         self._max_wait_ms = max_wait_ms
         self.partitions: dict[Key, MirrorPartition] = {}
         self._session = FetchSessionHandler()
+        self._changed: dict[Key, None] = {}
+        """Partitions to ask for their next action at the next round (insertion-ordered)."""
+        self._fetches: dict[Key, Fetch] = {}
+        """The Fetch each fetching partition wanted when last asked."""
+        self._fetching_topics: dict[str, set[int]] = {}
+        """``_fetches`` by topic, for the quota's once-per-topic replica lists."""
+        self._held: set[Key] = set()
+        """Fetching partitions left out of the session while the quota is exceeded."""
+        self._waiting: dict[Key, int] = {}
+        """When each waiting partition's wait ends; ``_timers`` entries that disagree are
+        stale and skipped."""
+        self._timers: list[tuple[int, Key]] = []
+        self._unreported: dict[Key, None] = {}
+        """Partitions that started fetching and whose fetcher the stats do not know yet
+        (rebuilt rather than emptied: a dict emptied by deletions still iterates slowly)."""
+        self._topic_names: dict[uuid.UUID, str] = {}
+        self._topic_id_partitions: dict[uuid.UUID, int] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -166,11 +193,28 @@ class MirrorFetcherTask:
         )
 
     def add(self, mirror_partition: MirrorPartition) -> None:
-        self.partitions[(mirror_partition.topic, mirror_partition.partition)] = mirror_partition
+        key = (mirror_partition.topic, mirror_partition.partition)
+        self.remove(key)
+        self.partitions[key] = mirror_partition
+        topic_id = mirror_partition.topic_id
+        self._topic_names[topic_id] = mirror_partition.topic
+        self._topic_id_partitions[topic_id] = self._topic_id_partitions.get(topic_id, 0) + 1
+        self._changed[key] = None
         self._wakeup.set()
 
     def remove(self, key: Key) -> None:
-        self.partitions.pop(key, None)
+        mp = self.partitions.pop(key, None)
+        if mp is None:
+            return
+        left = self._topic_id_partitions[mp.topic_id] - 1
+        if left:
+            self._topic_id_partitions[mp.topic_id] = left
+        else:
+            del self._topic_id_partitions[mp.topic_id], self._topic_names[mp.topic_id]
+        self._stop_fetching(key)
+        self._waiting.pop(key, None)
+        self._changed.pop(key, None)
+        self._unreported.pop(key, None)
 
     async def _run(self) -> None:
         while not self._stopping:
@@ -212,39 +256,123 @@ class MirrorFetcherTask:
         return EpochSupport.NONE
 
     async def _do_work(self) -> None:
-        """One round: run every partition's next action; fetch for those that want to."""
+        """One round: run the next action of every partition that changed or whose wait is
+        over; fetch for all that want to."""
         support = await self._epoch_support()
-        fetches: dict[Key, Fetch] = {}
-        waits: list[int] = []
-        for key in list(self.partitions):
-            mp = self.partitions.get(key)
-            if mp is None:
-                continue
-            if mp.state is None:
-                partition_log = self._sink.local_log(*key)
-                mp.state = PartitionFetchState.initial(
-                    log_end_offset=partition_log.log_end_offset,
-                    latest_epoch=partition_log.latest_epoch,
-                    current_leader_epoch=mp.source_leader_epoch,
-                    epoch_support=support,
-                )
-            action = next_action(mp.state, _now_ms())
-            if isinstance(action, Fetch):
-                fetches[key] = action
-            elif isinstance(action, Wait):
-                waits.append(action.until_ms)
-            else:
-                await self._execute(mp, action)
-        throttled = {key for key in fetches if self._quota.is_throttled(*key)}
+        self._end_waits(_now_ms())
+        due = list(self._changed)
+        self._changed = {}
+        for index, key in enumerate(due):
+            try:
+                await self._next(key, support)
+            except BaseException:
+                self._changed.update(dict.fromkeys(due[index:]))
+                raise
+        throttled = self._throttled_topics()
+        quota_wait: int | None = None
         if throttled and self._quota.exceeded():
-            for key in throttled:
-                del fetches[key]
-            throttled = set()
-            waits.append(_now_ms() + self._quota.delay_ms())
-        if fetches:
-            await self._fetch(fetches, throttled)
-        elif waits:
+            self._hold(
+                {
+                    (topic, partition)
+                    for topic, found in throttled.items()
+                    for partition in self._fetching_topics[topic]
+                    if partition in found
+                }
+            )
+            throttled = {}
+            quota_wait = _now_ms() + self._quota.delay_ms()
+        else:
+            self._hold(set())
+        if self._session.wanted:
+            await self._fetch(throttled)
+            return
+        waits = [w for w in (self._next_wait(), quota_wait) if w is not None]
+        if waits:
             await self._idle(min(waits))
+
+    async def _next(self, key: Key, support: EpochSupport) -> None:
+        """Ask one partition for its next action: keep a Fetch or a Wait, run the rest."""
+        mp = self.partitions.get(key)
+        if mp is None:
+            return
+        if mp.state is None:
+            partition_log = self._sink.local_log(*key)
+            mp.state = PartitionFetchState.initial(
+                log_end_offset=partition_log.log_end_offset,
+                latest_epoch=partition_log.latest_epoch,
+                current_leader_epoch=mp.source_leader_epoch,
+                epoch_support=support,
+            )
+        action = next_action(mp.state, _now_ms())
+        if isinstance(action, Fetch):
+            self._waiting.pop(key, None)
+            self._start_fetching(key, action)
+            return
+        self._stop_fetching(key)
+        if isinstance(action, Wait):
+            self._waiting[key] = action.until_ms
+            heapq.heappush(self._timers, (action.until_ms, key))
+            return
+        self._waiting.pop(key, None)
+        await self._execute(mp, action)
+        if key in self.partitions:
+            self._changed[key] = None
+
+    def _start_fetching(self, key: Key, action: Fetch) -> None:
+        known = self._fetches.get(key)
+        if known == action:
+            return
+        self._fetches[key] = action
+        if known is None:
+            self._fetching_topics.setdefault(key[0], set()).add(key[1])
+            self._unreported[key] = None
+        if key not in self._held:
+            self._session.set(key, _partition_request(action))
+
+    def _stop_fetching(self, key: Key) -> None:
+        if self._fetches.pop(key, None) is None:
+            return
+        topic, partition = key
+        partitions = self._fetching_topics[topic]
+        partitions.discard(partition)
+        if not partitions:
+            del self._fetching_topics[topic]
+        self._held.discard(key)
+        self._session.remove(key)
+
+    def _end_waits(self, now_ms: int) -> None:
+        """Partitions whose wait is over are asked again."""
+        while self._timers and self._timers[0][0] <= now_ms:
+            until_ms, key = heapq.heappop(self._timers)
+            if self._waiting.get(key) == until_ms:
+                del self._waiting[key]
+                self._changed[key] = None
+
+    def _next_wait(self) -> int | None:
+        """When the first partition's wait ends, if any partition waits."""
+        while self._timers and self._waiting.get(self._timers[0][1]) != self._timers[0][0]:
+            heapq.heappop(self._timers)
+        return self._timers[0][0] if self._timers else None
+
+    def _throttled_topics(self) -> dict[str, TopicThrottle]:
+        """The throttled partitions of each topic with a throttled partition fetching: one
+        replica-list lookup per topic, none per partition."""
+        throttled: dict[str, TopicThrottle] = {}
+        for topic, partitions in self._fetching_topics.items():
+            found = self._quota.throttled_partitions(topic)
+            if found.every or not found.partitions.isdisjoint(partitions):
+                throttled[topic] = found
+        return throttled
+
+    def _hold(self, held: set[Key]) -> None:
+        """Leave exactly ``held`` out of the session; the others fetch what they want."""
+        if held == self._held:
+            return
+        for key in self._held - held:
+            self._session.set(key, _partition_request(self._fetches[key]))
+        for key in held - self._held:
+            self._session.remove(key)
+        self._held = held
 
     async def _execute(self, mp: MirrorPartition, action: Any) -> None:
         key = (mp.topic, mp.partition)
@@ -289,15 +417,11 @@ class MirrorFetcherTask:
         self.remove((mp.topic, mp.partition))
         self._sink.partition_failed(mp.topic, mp.partition, reason)
 
-    async def _fetch(self, fetches: dict[Key, Fetch], throttled: set[Key]) -> None:
-        """One Fetch for ``fetches``; the ``throttled`` among them size it and count
-        against the mirror replication quota."""
-        request = self._session.build(
-            {
-                key: PartitionRequest(f.offset, f.current_leader_epoch, f.last_fetched_epoch)
-                for key, f in fetches.items()
-            }
-        )
+    async def _fetch(self, throttled: dict[str, TopicThrottle]) -> None:
+        """One Fetch for the partitions in the session; those ``throttled`` names size it
+        and count against the mirror replication quota."""
+        request = self._session.build()
+        asked = [key for key in self._unreported if key in self._fetches and key not in self._held]
         max_bytes = self._quota.fetch_bytes(FETCH_MAX_BYTES) if throttled else FETCH_MAX_BYTES
         ids = {
             key: mp.topic_id if (mp := self.partitions.get(key)) else self._forgotten_id(key)
@@ -323,7 +447,7 @@ class MirrorFetcherTask:
                         "last_fetched_epoch": r.last_fetched_epoch,
                         "log_start_offset": -1,
                         "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)
-                        if key in throttled
+                        if _in(throttled, key)
                         else PARTITION_MAX_BYTES,
                     },
                 ),
@@ -339,22 +463,26 @@ class MirrorFetcherTask:
         self._session.handle_response(error, response.session_id)
         appended = throttled_bytes = 0
         if error == ErrorCode.NONE:
-            names = {mp.topic_id: mp.topic for mp in self.partitions.values()}
             for topic_response in response.responses:
-                topic = getattr(topic_response, "topic", None) or names.get(topic_response.topic_id)
+                topic = getattr(topic_response, "topic", None) or self._topic_names.get(
+                    topic_response.topic_id
+                )
                 for data in topic_response.partitions if topic else ():
                     key = (topic, int(data.partition_index))
                     size = self._apply(*key, data)
                     appended += size
-                    throttled_bytes += size if key in throttled else 0
+                    throttled_bytes += size if _in(throttled, key) else 0
         self._quota.record(throttled_bytes)
         source = self.client.brokers.get(self.source_broker)
         self._stats.record_fetch(
             broker_host=source.host if source is not None else "",
             broker_port=source.port if source is not None else -1,
             size=appended,
-            partitions=fetches,
+            partitions=[key for key in asked if key in self.partitions],
         )
+        if asked:
+            reported = set(asked)
+            self._unreported = {key: None for key in self._unreported if key not in reported}
 
     def _forgotten_id(self, key: Key) -> uuid.UUID:
         return self._sink.local_log(*key).topic_id or ZERO_UUID
@@ -386,6 +514,7 @@ class MirrorFetcherTask:
                 self._fail(mp, str(exc))
                 return 0
         mp.state = outcome.state
+        self._changed[key] = None
         if outcome.source_log_start_offset is not None:
             self._sink.follow_log_start(topic, partition, outcome.source_log_start_offset)
         if error == ErrorCode.NONE:
@@ -452,6 +581,16 @@ class MirrorFetcherTask:
         if found.error_code != ErrorCode.NONE:
             raise KafkaError(ErrorCode(found.error_code), f"ListOffsets {mp.topic}-{mp.partition}")
         return int(found.offset)
+
+
+def _partition_request(fetch: Fetch) -> PartitionRequest:
+    return PartitionRequest(fetch.offset, fetch.current_leader_epoch, fetch.last_fetched_epoch)
+
+
+def _in(throttled: dict[str, TopicThrottle], key: Key) -> bool:
+    """Whether ``key`` is among the ``throttled`` partitions (by topic)."""
+    found = throttled.get(key[0])
+    return found is not None and key[1] in found
 
 
 def _group(

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from mirrorsim.broker.metrics.rate import RateMeter
 
@@ -36,11 +37,45 @@ QUOTA_WINDOW_S = 11
 """Kafka's ``replication.quota.window.num`` times 1 s: the span ``ByteRate`` averages over."""
 
 
-def is_throttled_replica(entries: Iterable[str], partition: int, broker_id: int) -> bool:
-    """Whether ``partition`` on ``broker_id`` is throttled by a parsed replica list:
-    ``*`` throttles every partition, ``p:b`` throttles partition p on broker b."""
+@dataclass(frozen=True, slots=True)
+class TopicThrottle:
+    """The partitions of one topic that a replica list throttles on one broker.
+
+    A fetcher asks once per topic rather than once per partition: a broker mirrors up
+    to a few thousand topics but may hold a hundred thousand partitions of them.
+    """
+
+    every: bool = False
+    partitions: frozenset[int] = frozenset()
+
+    def __contains__(self, partition: int) -> bool:
+        return self.every or partition in self.partitions
+
+
+NOT_THROTTLED = TopicThrottle()
+"""The answer for a topic without a replica list, the common case, shared."""
+
+
+def throttled_partitions(entries: Iterable[str], broker_id: int) -> TopicThrottle:
+    """What a parsed replica list throttles on ``broker_id``: ``*`` throttles every
+    partition, ``p:b`` throttles partition p on broker b (p written as Kafka writes it)."""
     listed = set(entries)
-    return "*" in listed or f"{partition}:{broker_id}" in listed
+    if not listed:
+        return NOT_THROTTLED
+    if "*" in listed:
+        return TopicThrottle(every=True)
+    suffix = f":{broker_id}"
+    partitions: set[int] = set()
+    for entry in listed:
+        head = entry.removesuffix(suffix)
+        if head != entry and head.isdecimal() and str(int(head)) == head:
+            partitions.add(int(head))
+    return TopicThrottle(partitions=frozenset(partitions))
+
+
+def is_throttled_replica(entries: Iterable[str], partition: int, broker_id: int) -> bool:
+    """Whether ``partition`` on ``broker_id`` is throttled by a parsed replica list."""
+    return partition in throttled_partitions(entries, broker_id)
 
 
 class MirrorReplicationQuota:
@@ -64,7 +99,11 @@ class MirrorReplicationQuota:
         self._byte_rate = RateMeter(clock, window_s=QUOTA_WINDOW_S)
 
     def is_throttled(self, topic: str, partition: int) -> bool:
-        return is_throttled_replica(self._throttled_replicas(topic), partition, self._broker_id)
+        return partition in self.throttled_partitions(topic)
+
+    def throttled_partitions(self, topic: str) -> TopicThrottle:
+        """The partitions of ``topic`` throttled on this broker (one topic config lookup)."""
+        return throttled_partitions(self._throttled_replicas(topic), self._broker_id)
 
     def _refill(self) -> float:
         """Bring the bucket up to now under the current rate; the rate (bytes/s)."""

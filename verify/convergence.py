@@ -4,7 +4,8 @@ Theory of operation. A mirror copies the source log byte for byte, so the destin
 must be a prefix of the source: every batch the destination holds sits at the same base
 offset as a source batch with the same last offset, leader epoch, CRC and bytes. The two
 logs are full-outer-joined on (topic, partition, position) — the base offset for batches,
-the offset for records — and every joined row gets a ``kind``:
+the offset for records — by ``join_logs``, and ``compare_logs`` gives every joined row a
+``kind``:
 
 - ``match``: both sides hold it and every compared field is equal;
 - ``not_yet_mirrored``: only the source holds it, at or past the destination's log end
@@ -28,7 +29,6 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.window import Window
 
 PARTITION_KEY = ["topic", "partition"]
 STOP_OFFSETS_SCHEMA = "topic string, partition int, stop_offset long"
@@ -101,48 +101,70 @@ BATCH = LogUnit(
     content=("base_offset", "fingerprint"),
 )
 
-RECORD = LogUnit(
-    name="record",
-    position="offset",
-    last_offset="offset",
-    fields=(
-        ComparedField("timestamp", "timestamp_mismatch", _labelled("timestamp")),
-        ComparedField("key", "key_mismatch", _labelled("key", _render_binary)),
-        ComparedField("value", "value_mismatch", _labelled("value", _render_binary)),
-        ComparedField("headers", "headers_mismatch", _labelled("headers", F.to_json)),
-    ),
-    describe=lambda side: F.format_string("record at offset %d", side("offset")),
-    content=("offset", "timestamp", "key", "value", "headers"),
-)
+
+def _record_unit(key: str, value: str) -> LogUnit:
+    """The record unit over a view whose key and value live in ``key`` and ``value``:
+    the bytes themselves, or their digests (``views.content_digest``), which compare and
+    render alike."""
+    return LogUnit(
+        name="record",
+        position="offset",
+        last_offset="offset",
+        fields=(
+            ComparedField("timestamp", "timestamp_mismatch", _labelled("timestamp")),
+            ComparedField(key, "key_mismatch", _labelled("key", _render_binary)),
+            ComparedField(value, "value_mismatch", _labelled("value", _render_binary)),
+            ComparedField("headers", "headers_mismatch", _labelled("headers", F.to_json)),
+        ),
+        describe=lambda side: F.format_string("record at offset %d", side("offset")),
+        content=("offset", "timestamp", key, value, "headers"),
+    )
 
 
-def log_unit_of(log: DataFrame) -> LogUnit:
-    """The unit of a view produced by the segment (or Kafka) data source."""
-    return BATCH if "fingerprint" in log.columns else RECORD
+RECORD = _record_unit("key", "value")
+RECORD_DIGESTS = _record_unit("key_digest", "value_digest")
+
+
+def log_unit_of(log: DataFrame, prefix: str = "") -> LogUnit:
+    """The unit of a view produced by the segment (or Kafka) data source, or of the
+    ``prefix``-ed side of ``join_logs``."""
+    if prefix + "fingerprint" in log.columns:
+        return BATCH
+    return RECORD_DIGESTS if prefix + "value_digest" in log.columns else RECORD
 
 
 def empty_stop_offsets(spark: SparkSession) -> DataFrame:
     return spark.createDataFrame([], STOP_OFFSETS_SCHEMA)
 
 
-def compare_logs(
-    source: DataFrame, destination: DataFrame, stop_offsets: DataFrame | None = None
-) -> DataFrame:
-    """One row per position held by either side, with its ``kind`` and ``classification``.
+def join_logs(source: DataFrame, destination: DataFrame) -> DataFrame:
+    """Both views side by side: one row per (topic, partition, offset) held by either
+    side, with each side's compared columns prefixed ``src_`` or ``dst_``.
+
+    This is the one pass over both logs, a shuffle and a join of every unit, and
+    ``compare_logs`` reads it twice (once for each side's extents), so a caller running
+    it on more than a few units caches it first.
+    """
+    unit = log_unit_of(source)
+    compared = [field.column for field in unit.fields]
+    columns = sorted({unit.position, unit.last_offset, *compared, *_describe_columns(unit)})
+    return _side(source, "src_", unit, columns).join(
+        _side(destination, "dst_", unit, columns), [*PARTITION_KEY, "offset"], "full_outer"
+    )
+
+
+def compare_logs(joined: DataFrame, stop_offsets: DataFrame | None = None) -> DataFrame:
+    """One row per position of ``join_logs``, with its ``kind`` and ``classification``.
 
     Columns: topic, partition, offset, kind, classification (null when the sides agree),
     expected, found, stop_offset, and each side's log start and log end offsets.
     """
-    unit = log_unit_of(source)
+    unit = log_unit_of(joined, "src_")
     if stop_offsets is None:
-        stop_offsets = empty_stop_offsets(source.sparkSession)
-    compared = [field.column for field in unit.fields]
-    columns = sorted({unit.position, unit.last_offset, *compared, *_describe_columns(unit)})
-    joined = (
-        _side(source, "src_", unit, columns)
-        .join(_side(destination, "dst_", unit, columns), [*PARTITION_KEY, "offset"], "full_outer")
-        .select("*", *_extents("src_", unit), *_extents("dst_", unit))
-        .join(_stops(stop_offsets), PARTITION_KEY, "left")
+        stop_offsets = empty_stop_offsets(joined.sparkSession)
+    extents = joined.groupBy(*PARTITION_KEY).agg(*_extents("src_", unit), *_extents("dst_", unit))
+    joined = joined.join(F.broadcast(extents), PARTITION_KEY, "left").join(
+        _stops(stop_offsets), PARTITION_KEY, "left"
     )
     kind = _kind(unit)
     divergent = ~kind.isin(*AGREEING_KINDS)
@@ -279,13 +301,14 @@ def _side(log: DataFrame, prefix: str, unit: LogUnit, columns: list[str]) -> Dat
 
 
 def _extents(prefix: str, unit: LogUnit) -> tuple[Column, Column]:
-    """One side's log start and log end offsets, computed over the joined rows so that
-    each log is scanned once."""
-    partition = Window.partitionBy(*PARTITION_KEY)
+    """One side's log start and log end offsets, aggregated over the joined rows (which
+    the caller caches) so that each log is read once. An aggregate and not a window over
+    the partition: a window shuffles every joined row again and buffers a whole topic
+    partition in one task, spilling to disk, which cost more than the join itself."""
     present = F.col(prefix + "present").isNotNull()
     return (
-        F.min(F.when(present, F.col("offset"))).over(partition).alias(prefix + "log_start_offset"),
-        (F.max(prefix + unit.last_offset).over(partition) + 1).alias(prefix + "log_end_offset"),
+        F.min(F.when(present, F.col("offset"))).alias(prefix + "log_start_offset"),
+        (F.max(prefix + unit.last_offset) + 1).alias(prefix + "log_end_offset"),
     )
 
 

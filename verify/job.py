@@ -15,6 +15,7 @@ from mirrorsim.verify.convergence import (
     compare_committed_offsets,
     compare_logs,
     divergences,
+    join_logs,
     partition_summary,
 )
 from mirrorsim.verify.inputs import committed_offsets_frame, stop_offsets_frame
@@ -23,9 +24,9 @@ from mirrorsim.verify.kafka_source import FORMAT as KAFKA_FORMAT
 from mirrorsim.verify.report import VerifyReport
 from mirrorsim.verify.segment_source import FORMAT
 from mirrorsim.verify.segments import TopicPartition
-from mirrorsim.verify.views import BATCHES, RECORDS
+from mirrorsim.verify.views import BATCHES, RECORD_DIGESTS
 
-LEVELS = {"batch": BATCHES, "record": RECORDS}
+LEVELS = {"batch": BATCHES, "record": RECORD_DIGESTS}
 DEFAULT_MAX_LISTED = 1000
 
 
@@ -74,8 +75,9 @@ def verify_logs(
     spark = source.sparkSession
     stops = stop_offsets_frame(spark, stop_offsets or {})
     on_step("comparing logs")
-    comparison = compare_logs(source, destination, stops).cache()
+    joined = join_logs(source, destination).cache()
     try:
+        comparison = compare_logs(joined, stops)
         partitions = [row.asDict() for row in partition_summary(comparison).collect()]
         on_step("listing divergences")
         listed = divergences(comparison).drop(
@@ -86,7 +88,7 @@ def verify_logs(
         )
         found = [row.asDict() for row in listed.limit(max_listed).collect()]
     finally:
-        comparison.unpersist()
+        joined.unpersist()
     groups = []
     if source_commits or destination_commits:
         on_step("checking committed offsets")

@@ -40,14 +40,7 @@ from mirrorsim.client.admin_types import IsolationLevel
 from mirrorsim.verify.live_fetch import fetch_range, owned
 from mirrorsim.verify.live_partitions import OffsetRange, list_extents, plan_ranges
 from mirrorsim.verify.pushdown import Pushdown
-from mirrorsim.verify.views import (
-    BATCH_SCHEMA,
-    RECORD_SCHEMA,
-    RECORDS,
-    batch_row,
-    chosen_view,
-    record_arrow_batches,
-)
+from mirrorsim.verify.views import RECORD_VIEWS, VIEW_SCHEMAS, batch_row, chosen_view
 
 FORMAT = "mirrorsim-kafka"
 CLIENT_PREFIX = "kafka."
@@ -71,7 +64,7 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return RECORD_SCHEMA if chosen_view(self.options, FORMAT) == RECORDS else BATCH_SCHEMA
+        return VIEW_SCHEMAS[chosen_view(self.options, FORMAT)]
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return KafkaReader(self.options)
@@ -96,7 +89,7 @@ class KafkaReader(DataSourceReader):
             for key, value in options.items()
             if key.startswith(CLIENT_PREFIX)
         }
-        self.pushdown = Pushdown("offset" if self.view == RECORDS else "base_offset")
+        self.pushdown = Pushdown("offset" if self.view in RECORD_VIEWS else "base_offset")
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
         return [flt for flt in filters if not self.pushdown.accept(flt)]
@@ -134,8 +127,8 @@ class KafkaReader(DataSourceReader):
             isolation_level=self.isolation_level,
         )
         topic, number = offset_range.topic, offset_range.partition
-        if self.view == RECORDS:
-            yield from record_arrow_batches(
+        if self.view in RECORD_VIEWS:
+            yield from RECORD_VIEWS[self.view](
                 topic, number, batches, offset_range.start, offset_range.end
             )
             return

@@ -28,14 +28,7 @@ from pyspark.sql.types import StructType
 from mirrorsim.verify.pushdown import Pushdown
 from mirrorsim.verify.replicas import partition_dirs
 from mirrorsim.verify.segments import Segment, list_segments, read_batches
-from mirrorsim.verify.views import (
-    BATCH_SCHEMA,
-    RECORD_SCHEMA,
-    RECORDS,
-    batch_row,
-    chosen_view,
-    record_arrow_batches,
-)
+from mirrorsim.verify.views import RECORD_VIEWS, VIEW_SCHEMAS, batch_row, chosen_view
 
 FORMAT = "mirrorsim-segments"
 
@@ -54,7 +47,7 @@ class SegmentDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return RECORD_SCHEMA if chosen_view(self.options, FORMAT) == RECORDS else BATCH_SCHEMA
+        return VIEW_SCHEMAS[chosen_view(self.options, FORMAT)]
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return SegmentReader(self.options)
@@ -69,7 +62,7 @@ class SegmentReader(DataSourceReader):
         self.topic_pattern = options.get("topic")
         self.start_offset = _offset_option(options, "startOffset")
         self.end_offset = _offset_option(options, "endOffset")
-        offset_column = "offset" if self.view == RECORDS else "base_offset"
+        offset_column = "offset" if self.view in RECORD_VIEWS else "base_offset"
         self.pushdown = Pushdown(offset_column)
 
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
@@ -94,8 +87,8 @@ class SegmentReader(DataSourceReader):
         topic = segment.topic_partition.topic
         number = segment.topic_partition.partition
         start, end = self._segment_range()
-        if self.view == RECORDS:
-            yield from record_arrow_batches(
+        if self.view in RECORD_VIEWS:
+            yield from RECORD_VIEWS[self.view](
                 topic, number, read_batches(segment, start, end), start, end
             )
             return

@@ -201,4 +201,4 @@ def _write(conn: Connection, topic: str, new: PartitionAssignment) -> None:
             isr=json.dumps(list(new.isr)),
         )
     )
-    change_counter.bump(conn)
+    change_counter.bump(conn, topics=[topic])

@@ -29,9 +29,12 @@ from mirrorsim.broker.handlers.quota_throttle import (
 from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
 from mirrorsim.broker.quotas.entity import CONSUMER_BYTE_RATE
 from mirrorsim.broker.replica import (
+    FetchContext,
     FetchKey,
     FetchOutcome,
     FetchParams,
+    FetchSession,
+    IncrementalContext,
     PartitionFetch,
     PartitionOutcome,
     ReplicaManager,
@@ -82,7 +85,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
         **(
             dict.fromkeys(allowed, stale)
             if stale is not None
-            else dict(await manager.fetch(params, allowed))
+            else dict(await manager.fetch(params, allowed, _reading_changed(context)))
         ),
     }
     for key in to_read:
@@ -111,6 +114,13 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "responses": _topic_responses(manager, included, outcomes),
         },
     )
+
+
+def _reading_changed(context: FetchContext) -> FetchSession | None:
+    """The session whose changed partitions alone this request reads, if it is one."""
+    if isinstance(context, IncrementalContext) and context.session.reads_changed:
+        return context.session
+    return None
 
 
 def _consumer_quota_bytes(ctx: RequestContext, params: FetchParams) -> int | None:
@@ -205,6 +215,7 @@ def _summary(outcome: FetchOutcome) -> PartitionOutcome:
         outcome.log_start_offset,
         len(outcome.records),
         diverging=outcome.diverging_epoch is not None,
+        at_end=outcome.at_end,
     )
 
 

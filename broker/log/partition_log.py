@@ -50,6 +50,7 @@ from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_metadata import (
     InconsistentTopicIdError,
     read_partition_metadata,
+    sync_partition_metadata,
     write_partition_metadata,
 )
 from mirrorsim.broker.log.producer_state import ProducerAppend, ProducerStateManager
@@ -114,6 +115,12 @@ class PartitionLog:
         self._unflushed_messages = 0
         self._last_flush_ms = 0
         self._closed = False
+        self._metadata_unsynced = False
+        """``partition.metadata`` was written without fsync; the next flush syncs it."""
+        self.on_change: Callable[[], None] = _unobserved
+        """Called after every change a reader of the log can see (its end, high watermark,
+        log start or last epoch): the replica manager wakes the fetches parked on it and
+        the fetch sessions that had settled it. The log only calls; it knows no readers."""
 
     # -- opening and recovery ------------------------------------------------------------
 
@@ -136,8 +143,10 @@ class PartitionLog:
             raise InconsistentTopicIdError(
                 f"{directory} belongs to topic id {stored_id}, not {topic_id}"
             )
+        written = False
         if topic_id is not None and stored_id is None:
             write_partition_metadata(directory, topic_id)
+            written = True
         log = cls(
             directory,
             config,
@@ -145,6 +154,7 @@ class PartitionLog:
             clock,
             handles or FileHandles.for_process_limit(),
         )
+        log._metadata_unsynced = written
         log._load()
         return log
 
@@ -324,7 +334,10 @@ class PartitionLog:
             segment.index_interval_bytes = config.index_interval_bytes
 
     def update_high_watermark(self, offset: int) -> int:
-        self.high_watermark = min(max(offset, self.log_start_offset), self.log_end_offset)
+        moved = min(max(offset, self.log_start_offset), self.log_end_offset)
+        if moved != self.high_watermark:
+            self.high_watermark = moved
+            self.on_change()
         return self.high_watermark
 
     def _now_ms(self) -> int:
@@ -513,6 +526,7 @@ class PartitionLog:
                     CompletedAbort(txn.producer_id, txn.first_offset, txn.last_offset, lso)
                 )
         self._unflushed_messages += records
+        self.on_change()
         return AppendInfo(
             first_offset=first,
             last_offset=last_offset,
@@ -606,6 +620,9 @@ class PartitionLog:
 
     def flush(self) -> None:
         """fsync everything up to the LEO (and pending epoch cache truncations first)."""
+        if self._metadata_unsynced:
+            sync_partition_metadata(self.dir)
+            self._metadata_unsynced = False
         self.epoch_cache.flush()
         for segment in self.segments[self._segment_index(self.recovery_point) :]:
             segment.flush()
@@ -750,6 +767,7 @@ class PartitionLog:
         if offset >= self.log_end_offset:
             if offset == self.log_end_offset:
                 self.epoch_cache.truncate_from_end(offset)
+                self.on_change()
             return False
         if offset < self.log_start_offset:
             self.truncate_fully_and_start_at(offset)
@@ -771,6 +789,7 @@ class PartitionLog:
         self.epoch_cache.truncate_from_end(self.log_end_offset)
         self._rebuild_producer_state()
         self._write_offset_checkpoints()
+        self.on_change()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -785,6 +804,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
         self._write_offset_checkpoints()
+        self.on_change()
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
         """Move the log start forward (DeleteRecords, or a leader's log start on a follower).
@@ -799,6 +819,7 @@ class PartitionLog:
         self.epoch_cache.truncate_from_start(offset)
         self.producer_state.delete_snapshots_below(offset)
         self._write_offset_checkpoints()
+        self.on_change()
         return True
 
     # -- retention -----------------------------------------------------------------------
@@ -854,6 +875,7 @@ class PartitionLog:
         self.epoch_cache.truncate_from_start(self.log_start_offset)
         self.producer_state.delete_snapshots_below(self.log_start_offset)
         self._write_offset_checkpoints()
+        self.on_change()
         return len(doomed)
 
     # -- compaction ----------------------------------------------------------------------
@@ -893,6 +915,10 @@ class PartitionLog:
             segment.close()
         self._closed = True
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def _unobserved() -> None:
+    """``on_change`` of a log no replica manager watches (tools, tests, recovery)."""
 
 
 def _stage(staged: ProducerAppend, batch: RawBatch) -> None:

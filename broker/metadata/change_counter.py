@@ -14,9 +14,18 @@ on purpose: heartbeats change them every few hundred milliseconds, so a refresh 
 Writers bump last in their transaction, after the rows they change: on PostgreSQL the
 counter row is then the last lock any writer takes, so writers queue on it without
 deadlocking against each other's partition rows.
+
+A moved counter says that something changed, not what: at 100,000 partitions re-reading
+them all after each leader-epoch bump of a failover is most of the failover's work. So
+a writer also names the topics whose row or partition rows it changed, and ``bump``
+raises each one's ``version`` (just before the counter, in the same transaction). A
+refresh then reads the (name, topic id, version) of every topic and re-reads the rows of
+those whose triple moved; the topic id tells a recreated topic from the old one.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from sqlalchemy import Connection, select, update
 
@@ -27,9 +36,26 @@ UNREAD = -1
 """The version of a snapshot never read from a store: differs from every stored value."""
 
 
-def bump(conn: Connection) -> None:
-    table = schema.metadata_version
-    conn.execute(update(table).where(table.c.id == _ROW_ID).values(version=table.c.version + 1))
+def bump(conn: Connection, *, topics: Iterable[str]) -> None:
+    """Count a committed change; ``topics``: the topics whose row or partition rows it
+    changed (none for broker configs and features, nor for a deleted topic)."""
+    names = sorted(set(topics))
+    if names:
+        table = schema.topics
+        conn.execute(
+            update(table).where(table.c.name.in_(names)).values(version=table.c.version + 1)
+        )
+    counter = schema.metadata_version
+    conn.execute(
+        update(counter).where(counter.c.id == _ROW_ID).values(version=counter.c.version + 1)
+    )
+
+
+def topic_versions(conn: Connection) -> dict[str, tuple[str, int]]:
+    """Every topic's (topic id, version), by name."""
+    table = schema.topics
+    rows = conn.execute(select(table.c.name, table.c.topic_id, table.c.version))
+    return {row.name: (row.topic_id, row.version) for row in rows}
 
 
 def current(conn: Connection) -> int:

@@ -73,6 +73,12 @@ def _add_share_group_states(conn: Connection) -> None:
     schema.share_group_states.create(conn, checkfirst=True)
 
 
+def _add_topic_versions(conn: Connection) -> None:
+    present = {column["name"] for column in inspect(conn).get_columns("topics")}
+    if "version" not in present:
+        conn.execute(text("ALTER TABLE topics ADD COLUMN version BIGINT NOT NULL DEFAULT 0"))
+
+
 MIGRATIONS: list[Migration] = [
     _create_initial_tables,
     _add_transaction_tables,
@@ -84,6 +90,7 @@ MIGRATIONS: list[Migration] = [
     _add_client_quotas,
     _add_group_configs,
     _add_share_group_states,
+    _add_topic_versions,
 ]
 
 

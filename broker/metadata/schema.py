@@ -61,7 +61,10 @@ topics = Table(
     Column("topic_id", String(36), nullable=False, unique=True),
     Column("configs", Text, nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    Column("version", BigInteger, nullable=False, server_default="0"),
 )
+"""``version`` grows with every change to the topic's row or its partition rows
+(``change_counter.bump``): a refresh re-reads only the topics whose version moved."""
 
 partitions = Table(
     "partitions",
@@ -105,7 +108,10 @@ mirrors = Table(
     Column("name", String(255), primary_key=True),
     Column("configs", Text, nullable=False),
     Column("created_at", BigInteger, nullable=False),
+    Column("version", BigInteger, nullable=False, server_default="0"),
 )
+"""``version`` grows with every change to the topic's row or its partition rows
+(``change_counter.bump``): a refresh re-reads only the topics whose version moved."""
 
 broker_configs = Table(
     "broker_configs",

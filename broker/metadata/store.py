@@ -69,6 +69,9 @@ WAL_SWITCH_RETRY_S = 0.01
 TRANSACTION_LOCK_KEY = 0x6D6972726F72
 """The advisory lock every PostgreSQL transaction takes (the bytes of "mirror")."""
 CLUSTER_DEFAULT = ""
+_NAMES_PER_QUERY = 500
+"""Topic names per ``IN (...)`` of a partial re-read: within every backend's limit on
+bound parameters."""
 """The ``broker`` key of cluster-wide dynamic broker configs (Kafka's default entity)."""
 
 
@@ -295,7 +298,7 @@ class MetadataStore:
                 )
             )
             self._insert_partitions(conn, topic.name, topic.partitions)
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=[topic.name])
 
     def delete_topic(self, name: str) -> TopicRecord:
         with self._tx() as conn:
@@ -304,7 +307,7 @@ class MetadataStore:
                 raise UnknownTopicError(name)
             conn.execute(delete(schema.partitions).where(schema.partitions.c.topic == name))
             conn.execute(delete(schema.topics).where(schema.topics.c.name == name))
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=())
             return record
 
     def add_partitions(self, name: str, assignments: Iterable[PartitionAssignment]) -> None:
@@ -312,7 +315,7 @@ class MetadataStore:
             if name not in self._load_topics(conn, [name]):
                 raise UnknownTopicError(name)
             self._insert_partitions(conn, name, tuple(assignments))
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=[name])
 
     def update_partition(self, topic: str, assignment: PartitionAssignment) -> None:
         with self._tx() as conn:
@@ -331,7 +334,7 @@ class MetadataStore:
                     isr=json.dumps(assignment.isr),
                 )
             )
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=[topic])
 
     def raise_leader_epochs(self, topic: str, minimums: Mapping[int, int]) -> list[int]:
         """Leader epoch of each partition ≥ its minimum, in one transaction; the partitions
@@ -368,7 +371,7 @@ class MetadataStore:
                     .values(leader_epoch=bindparam("minimum")),
                     [{"p": p, "minimum": minimums[p]} for p in raised],
                 )
-                change_counter.bump(conn)
+                change_counter.bump(conn, topics=[topic])
             return raised
 
     def set_topic_configs(
@@ -401,7 +404,7 @@ class MetadataStore:
             ).rowcount
             if not updated:
                 raise UnknownTopicError(name)
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=[name])
 
     def update_topic_configs(
         self, name: str, change: Callable[[dict[str, str]], Mapping[str, str]]
@@ -430,12 +433,21 @@ class MetadataStore:
                 .where(schema.topics.c.name == name)
                 .values(configs=json.dumps(updated, sort_keys=True))
             )
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=[name])
 
     def topics(self, names: Iterable[str] | None = None) -> dict[str, TopicRecord]:
         """Topics by name; all of them when ``names`` is None. Unknown names are absent."""
         with self._tx() as conn:
             return self._load_topics(conn, None if names is None else list(names))
+
+    def topic_configs(self, name: str) -> dict[str, str] | None:
+        """One topic's config overrides, None when it does not exist: its partition rows
+        are not read (a failback asks this of each of 100,000 preparing partitions)."""
+        with self._tx() as conn:
+            found = conn.execute(
+                select(schema.topics.c.configs).where(schema.topics.c.name == name)
+            ).scalar_one_or_none()
+        return None if found is None else dict(json.loads(found))
 
     def _load_topics(self, conn: Connection, names: list[str] | None) -> dict[str, TopicRecord]:
         topic_query = select(schema.topics)
@@ -520,7 +532,8 @@ class MetadataStore:
             }
             if since is not None and since.version == version:
                 return replace(since, brokers=brokers)
-            topics = self._load_topics(conn, None)
+            versions = change_counter.topic_versions(conn)
+            topics = self._changed_topics(conn, versions, since)
             dynamic: dict[str, dict[str, str]] = {}
             for row in conn.execute(select(schema.broker_configs)):
                 dynamic.setdefault(row.broker, {})[row.name] = row.value
@@ -532,7 +545,38 @@ class MetadataStore:
             dynamic_broker_configs={int(k): v for k, v in dynamic.items()},
             finalized_features=features,
             version=version,
+            topic_versions=versions,
         )
+
+    def _changed_topics(
+        self,
+        conn: Connection,
+        versions: Mapping[str, tuple[str, int]],
+        since: ClusterSnapshot | None,
+    ) -> dict[str, TopicRecord]:
+        """Every topic, re-reading only those whose (topic id, version) moved since
+        ``since``; a topic written while this runs is read again by the next refresh,
+        because its version was read first."""
+        known = {} if since is None else since.topic_versions
+        changed = [name for name, seen in versions.items() if known.get(name) != seen]
+        if not changed:
+            loaded: dict[str, TopicRecord] = {}
+        elif len(changed) * 2 > len(versions):
+            loaded = self._load_topics(conn, None)
+        else:
+            loaded = {}
+            for start in range(0, len(changed), _NAMES_PER_QUERY):
+                loaded.update(self._load_topics(conn, changed[start : start + _NAMES_PER_QUERY]))
+        reread = set(changed)
+        topics: dict[str, TopicRecord] = {}
+        for name in versions:
+            if name in reread:
+                found = loaded.get(name)
+            else:
+                found = None if since is None else since.topics.get(name)
+            if found is not None:
+                topics[name] = found
+        return topics
 
     def set_broker_configs(self, broker: str, configs: Mapping[str, str]) -> None:
         with self._tx() as conn:
@@ -544,7 +588,7 @@ class MetadataStore:
                     schema.broker_configs.insert(),
                     [{"broker": broker, "name": k, "value": v} for k, v in configs.items()],
                 )
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=())
 
     # finalized features
 
@@ -570,7 +614,7 @@ class MetadataStore:
                 table.insert(),
                 [{"name": name, "level": level, "epoch": epoch} for name, level in levels.items()],
             )
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=())
             return self._load_finalized_features(conn)
 
     @staticmethod

@@ -33,6 +33,9 @@ class ClusterSnapshot:
     finalized_features: FinalizedFeatures = field(default_factory=FinalizedFeatures)
     version: int = UNREAD
     """The store's change counter when the non-broker rows were read (``change_counter``)."""
+    topic_versions: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """Each topic's (topic id, version) as read with ``topics``: a refresh re-reads only
+    the topics whose pair moved."""
 
     def live_brokers(self, now_ms: float, session_timeout_ms: int) -> list[BrokerRegistration]:
         """Brokers whose last heartbeat is within the session timeout, by id."""

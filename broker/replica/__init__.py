@@ -1,8 +1,11 @@
 """Partition replicas on one broker: roles, high watermark, ISR and the data path."""
 
 from mirrorsim.broker.replica.fetch_session import (
+    FetchContext,
     FetchKey,
+    FetchSession,
     FetchSessionCache,
+    IncrementalContext,
     PartitionFetch,
     PartitionOutcome,
 )
@@ -17,10 +20,13 @@ from mirrorsim.broker.replica.partition_state import PartitionState
 
 __all__ = [
     "AppendResult",
+    "FetchContext",
     "FetchKey",
     "FetchOutcome",
     "FetchParams",
+    "FetchSession",
     "FetchSessionCache",
+    "IncrementalContext",
     "OffsetAndTimestamp",
     "Partition",
     "PartitionFetch",

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +26,13 @@ from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.errors import DuplicateSequenceError, InvalidRecordError, LogError
 from mirrorsim.broker.log.log_manager import LogManager
 from mirrorsim.broker.log.results import AppendInfo, AppendOrigin
-from mirrorsim.broker.replica.fetch_session import FetchKey, FetchSessionCache, PartitionFetch
+from mirrorsim.broker.replica.fetch_session import (
+    FetchKey,
+    FetchSessionCache,
+    PartitionFetch,
+    SessionWatch,
+    session_wait_key,
+)
 from mirrorsim.broker.replica.follower_fetcher import ReplicaFetcherManager
 from mirrorsim.broker.replica.partition import (
     READ_COMMITTED,
@@ -168,6 +175,7 @@ class ReplicaManager:
                 self._take_offline(key, exc)
                 return
             self._offline.pop(key, None)
+            partition_log.on_change = functools.partial(self._changed, key)
             partition = Partition(self.broker_id, state, partition_log, self._clock)
             self._partitions[key] = partition
         elif partition.state.configs != state.configs:
@@ -183,7 +191,14 @@ class ReplicaManager:
                 self.fetchers.follow(partition)
             else:
                 self.fetchers.unfollow(state.topic, state.partition)
+        self._changed(key)
+
+    def _changed(self, key: tuple[str, int]) -> None:
+        """Something a reader of ``key`` can see changed (its log, leadership or presence):
+        wake the requests parked on it, and every fetch session that had it settled."""
         self._purgatory.notify(key)
+        for session_id in self.fetch_sessions.mark_changed(*key):
+            self._purgatory.notify(session_wait_key(session_id))
 
     def _take_offline(self, key: tuple[str, int], exc: OSError) -> None:
         """The file system refused the partition's log (out of descriptors, disk error):
@@ -195,7 +210,7 @@ class ReplicaManager:
         if self.fetchers is not None:
             self.fetchers.unfollow(*key)
         self._log_manager.handles.close_idle()
-        self._purgatory.notify(key)
+        self._changed(key)
 
     async def remove_partition(self, topic: str, partition: int, *, delete: bool = True) -> None:
         key = (topic, partition)
@@ -207,7 +222,7 @@ class ReplicaManager:
             self._log_manager.delete(topic, partition)
         if not any(t == topic for t, _ in self._partitions):
             self._topic_ids.pop(topic, None)
-        self._purgatory.notify(key)
+        self._changed(key)
 
     def partition(self, topic: str, partition: int) -> Partition:
         found = self._partitions.get((topic, partition))
@@ -228,6 +243,11 @@ class ReplicaManager:
     def delayed_operation_count(self, topic: str, partition: int) -> int:
         """Requests parked on the partition (Kafka's purgatory size, per partition)."""
         return self._purgatory.watcher_count((topic, partition))
+
+    def parked_session_fetches(self, session_id: int) -> int:
+        """Fetches of a session parked with nothing to read, waiting for a partition of the
+        session to change."""
+        return self._purgatory.watcher_count(session_wait_key(session_id))
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         return self._topic_ids.get(topic)
@@ -275,7 +295,6 @@ class ReplicaManager:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         except OSError as exc:
             raise storage_error(exc) from exc
-        self._purgatory.notify((topic, partition))
         if required_acks == -1:
             await self._wait_for_isr(target, result.last_offset, timeout_ms)
         return result
@@ -296,17 +315,25 @@ class ReplicaManager:
     # -- fetch ------------------------------------------------------------------------
 
     async def fetch(
-        self, params: FetchParams, partitions: Mapping[FetchKey, PartitionFetch]
+        self,
+        params: FetchParams,
+        partitions: Mapping[FetchKey, PartitionFetch],
+        session: SessionWatch | None = None,
     ) -> dict[FetchKey, FetchOutcome]:
         """Read every partition; park until ``min_bytes`` are there or ``max_wait_ms`` passes.
 
         Kafka answers at once when the wait is zero, when nothing is asked, when enough bytes
-        are ready, or when any partition has an error or a diverging epoch.
+        are ready, or when any partition has an error or a diverging epoch. ``session``: the
+        request reads only the changed partitions of its fetch session; "nothing asked"
+        then means an empty session, and a settled partition of the session that changes
+        while the request is parked ends the wait, so that the next request reads it (this
+        one's authorization covered only ``partitions``).
         """
         outcomes = self._read_all(params, partitions)
         if params.is_from_follower:
             outcomes = self._record_follower_fetches(params, partitions, outcomes)
-        if params.max_wait_ms <= 0 or not partitions or _satisfied(outcomes, params.min_bytes):
+        asked = session.holds_partitions() if session is not None else bool(partitions)
+        if params.max_wait_ms <= 0 or not asked or _satisfied(outcomes, params.min_bytes):
             return outcomes
 
         def ready() -> bool:
@@ -314,9 +341,12 @@ class ReplicaManager:
             if self._stopping:
                 return True
             outcomes = self._read_all(params, partitions)
-            return _satisfied(outcomes, params.min_bytes)
+            woken = session is not None and session.woken
+            return woken or _satisfied(outcomes, params.min_bytes)
 
-        keys = [(key.topic, key.partition) for key in partitions]
+        keys: list[Hashable] = [(key.topic, key.partition) for key in partitions]
+        if session is not None:
+            keys.append(session_wait_key(session.session_id))
         await self._purgatory.wait_until(keys, ready, params.max_wait_ms / 1000, checked=True)
         return outcomes
 
@@ -342,7 +372,6 @@ class ReplicaManager:
             ):
                 continue
             if found.record_follower_fetch(replica_id, fetch.fetch_offset, params.replica_epoch):
-                self._purgatory.notify((key.topic, key.partition))
                 outcomes[key] = dataclasses.replace(
                     outcome,
                     high_watermark=found.high_watermark,
@@ -394,7 +423,6 @@ class ReplicaManager:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         except OSError as exc:
             raise storage_error(exc) from exc
-        self._purgatory.notify((topic, partition))
 
     def _read_all(
         self, params: FetchParams, partitions: Mapping[FetchKey, PartitionFetch]
@@ -520,7 +548,6 @@ class ReplicaManager:
         except OSError as exc:
             raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
-        self._purgatory.notify((topic, partition))
         return info
 
     def append_internal(self, topic: str, partition: int, batches: list[RawBatch]) -> AppendInfo:
@@ -536,7 +563,6 @@ class ReplicaManager:
         except OSError as exc:
             raise storage_error(exc) from exc
         target.maybe_increment_high_watermark()
-        self._purgatory.notify((topic, partition))
         return info
 
     async def wait_for_isr(
@@ -551,14 +577,12 @@ class ReplicaManager:
         target = self.partition(topic, partition)
         removed = target.log.truncate_to(offset)
         target.forget_follower_offsets_past_log_end()
-        self._purgatory.notify((topic, partition))
         return removed
 
     def truncate_fully_and_start_at(self, topic: str, partition: int, offset: int) -> None:
         target = self.partition(topic, partition)
         target.log.truncate_fully_and_start_at(offset)
         target.forget_follower_offsets_past_log_end()
-        self._purgatory.notify((topic, partition))
 
 
 def _restart_at_straddling_batch(target: Partition, batches: list[RawBatch]) -> None:

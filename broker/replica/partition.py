@@ -45,6 +45,9 @@ class PartitionRead:
     log_start_offset: int
     aborted_transactions: tuple[tuple[int, int], ...] | None = None
     diverging_epoch: tuple[int, int] | None = None
+    at_end: bool = False
+    """The fetch offset is at the end of what this fetcher may read (log end for a
+    follower, LSO under read_committed, else the high watermark)."""
 
 
 @dataclass(slots=True)
@@ -382,7 +385,10 @@ class Partition:
         else:
             max_offset = self.high_watermark
         if fetch.fetch_offset >= max_offset or (max_bytes <= 0 and not min_one_message):
-            return self._empty_read(read_committed=isolation_level == READ_COMMITTED)
+            return self._empty_read(
+                read_committed=isolation_level == READ_COMMITTED,
+                at_end=fetch.fetch_offset >= max_offset,
+            )
         try:
             data = self.log.read(
                 fetch.fetch_offset,
@@ -411,7 +417,11 @@ class Partition:
         )
 
     def _empty_read(
-        self, *, read_committed: bool = False, diverging_epoch: tuple[int, int] | None = None
+        self,
+        *,
+        read_committed: bool = False,
+        diverging_epoch: tuple[int, int] | None = None,
+        at_end: bool = False,
     ) -> PartitionRead:
         return PartitionRead(
             records=b"",
@@ -420,6 +430,7 @@ class Partition:
             log_start_offset=self.log_start_offset,
             aborted_transactions=() if read_committed else None,
             diverging_epoch=diverging_epoch,
+            at_end=at_end,
         )
 
     def _diverging_epoch(

@@ -418,6 +418,18 @@ STEPS: dict[str, Callable[[MetadataStore, int], object]] = {
     "partition": _if_topic_exists(
         lambda s, name: s.update_partition(name, PartitionAssignment(0, (2,), 2, 4, (2,)))
     ),
+    "recreate": _if_topic_exists(
+        lambda s, name: (s.delete_topic(name), s.create_topic(_topic(name)))
+    ),
+    "config update": _if_topic_exists(
+        lambda s, name: s.update_topic_configs(name, lambda configs: {**configs, "b": name})
+    ),
+    "add partitions": _if_topic_exists(
+        lambda s, name: s.add_partitions(
+            name,
+            [PartitionAssignment(len(s.topics([name])[name].partitions), (1,), 1, 0, (1,))],
+        )
+    ),
     "broker configs": lambda s, n: s.set_broker_configs(str(n % 3 or ""), {"x": str(n)}),
     "register": lambda s, n: s.register_broker(n, "127.0.0.1", 9000 + n, None),
     "heartbeat": lambda s, n: s.heartbeat(n),

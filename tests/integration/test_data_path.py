@@ -300,6 +300,47 @@ async def test_fetch_sessions_over_the_wire(
         await connection.close()
 
 
+async def test_a_settled_session_partition_that_changes_ends_the_parked_fetch(
+    cluster: Any, admin: AIOKafkaAdminClient, wait_for: Any
+) -> None:
+    """A consumer session reads only changed partitions: a parked Fetch that read nothing
+    still answers when a settled partition of its session gets records, and the next Fetch
+    returns them, long before the 30 s wait is up."""
+    await create_topic(admin, "settled")
+    manager = cluster.brokers[0].replica_manager
+    topic_id = manager.topic_id("settled")
+    connection, producer = await _connect(cluster), await _connect(cluster)
+    try:
+        await producer.send(_produce_request("settled", _idempotent_batch(3)))
+        full = await connection.send(
+            _fetch_request(13, topic_id, session_id=0, epoch=0, topic="settled")
+        )
+        session_id = full.session_id
+        caught_up = await connection.send(
+            _fetch_request(13, topic_id, session_id, 1, offset=2, topic="settled")
+        )
+        assert caught_up.responses == ()
+        parked = asyncio.create_task(
+            connection.send(
+                _fetch_request(
+                    13, topic_id, session_id, 2, partitions=[], topic="settled", max_wait_ms=30_000
+                )
+            )
+        )
+        await wait_for(lambda: manager.parked_session_fetches(session_id) > 0, 10, "parked")
+        await producer.send(_produce_request("settled", _idempotent_batch(4)))
+        woken = await asyncio.wait_for(parked, 10)
+        after = await connection.send(
+            _fetch_request(13, topic_id, session_id, 3, partitions=[], topic="settled")
+        )
+    finally:
+        await producer.close()
+        await connection.close()
+    assert (woken.error_code, after.error_code) == (ErrorCode.NONE, ErrorCode.NONE)
+    (data,) = after.responses[0].partitions
+    assert (data.high_watermark, len(data.records) > 0) == (4, True)
+
+
 def _fetch_request(
     version: int,
     topic_id: Any,
@@ -308,10 +349,12 @@ def _fetch_request(
     *,
     partitions: list[int] | None = None,
     offset: int = 0,
+    topic: str = "sessions",
+    max_wait_ms: int = 0,
 ) -> Any:
     wanted = [0] if partitions is None else partitions
-    topic = {
-        "topic": "sessions",
+    request_topic = {
+        "topic": topic,
         "topic_id": topic_id,
         "partitions": [
             {"partition": p, "fetch_offset": offset, "partition_max_bytes": 1 << 20} for p in wanted
@@ -322,13 +365,13 @@ def _fetch_request(
         version,
         {
             "replica_id": -1,
-            "max_wait": _ms(0),
+            "max_wait": _ms(max_wait_ms),
             "min_bytes": 1,
             "max_bytes": 1 << 20,
             "isolation_level": 0,
             "session_id": session_id,
             "session_epoch": epoch,
-            "topics": [topic] if wanted else [],
+            "topics": [request_topic] if wanted else [],
             "forgotten_topics_data": [],
             "rack_id": "",
         },

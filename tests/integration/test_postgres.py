@@ -232,7 +232,7 @@ def test_a_transaction_sees_one_moment_of_the_store(url: str) -> None:
         with writer.engine.begin() as conn:
             conn.execute(update(schema.partitions).values(leader_epoch=7))
             conn.execute(update(schema.topics).values(configs=json.dumps({"retention.ms": "2"})))
-            change_counter.bump(conn)
+            change_counter.bump(conn, topics=["orders"])
 
     thread = threading.Thread(target=write_both)
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers.spark_logs import flip_byte, make_batches, write_partition
-from pyspark.sql import SparkSession
+from helpers.spark_logs import BASE_TIMESTAMP, flip_byte, make_batches, write_partition
+from pyspark.sql import DataFrame, SparkSession
 
-from mirrorsim.protocol.records import Compression, RawBatch
+from mirrorsim.protocol.records import Compression, RawBatch, Record, build_batch
 from mirrorsim.verify.job import read_segments, verify_logs
 from mirrorsim.verify.report import VerifyReport
+from mirrorsim.verify.segment_source import FORMAT
 from mirrorsim.verify.segments import TopicPartition
 
 pytestmark = pytest.mark.spark
@@ -206,3 +207,104 @@ def test_record_level_names_the_record(spark: SparkSession, tmp_path: Path) -> N
         "value_mismatch",
     )
     assert record_row["unexpected_divergences"] == 5
+
+
+def long_value_batches(*, changed: dict[int, Record] | None = None) -> list[RawBatch]:
+    """Ten batches of five records with 200-byte values and 40-byte keys (both past what a
+    digest keeps inline), a header each, and a null key every seventh offset; ``changed``
+    replaces the records at its offsets."""
+    changed = changed or {}
+    batches = []
+    for first in range(0, 50, 5):
+        records = [
+            changed.get(
+                offset,
+                Record(
+                    offset,
+                    BASE_TIMESTAMP + offset,
+                    None if offset % 7 == 0 else f"customer-{offset:04d}".encode() * 3,
+                    bytes([offset]) * 200,
+                    (("trace", str(offset).encode()),),
+                ),
+            )
+            for offset in range(first, first + 5)
+        ]
+        batches.append(build_batch(records, base_offset=first, compression=Compression.LZ4))
+    return batches
+
+
+def test_record_level_finds_a_value_that_differs_past_its_shown_prefix(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = {ORDERS_1: long_value_batches()}
+    changed = bytearray(bytes([12]) * 200)
+    changed[150] = 0
+    edited = Record(
+        12, BASE_TIMESTAMP + 12, b"customer-0012" * 3, bytes(changed), (("trace", b"12"),)
+    )
+    destination = {ORDERS_1: long_value_batches(changed={12: edited})}
+
+    report = run(spark, tmp_path, destination, source=source, level="record")
+
+    row = only_diverged(report)
+    assert (row["first_unexpected_offset"], row["first_unexpected_kind"]) == (12, "value_mismatch")
+    shown = "value 0x" + "0c" * 16 + "..."
+    assert (row["first_unexpected_expected"], row["first_unexpected_found"]) == (shown, shown)
+    assert (row["matched"], row["unexpected_divergences"]) == (49, 1)
+
+
+def read_view(spark: SparkSession, data_dir: Path, view: str) -> DataFrame:
+    return spark.read.format(FORMAT).option("view", view).load(str(data_dir))
+
+
+def test_record_digests_report_what_comparing_the_bytes_reports(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The record level compares digests of keys and values; every kind of divergence
+    must come out as comparing the keys and values themselves (the ``records`` view)
+    says, down to how the report prints them."""
+    source = {ORDERS_1: long_value_batches(), TopicPartition("orders", 0): make_batches(4)}
+    destination_records = {
+        3: Record(3, BASE_TIMESTAMP + 3, b"customer-0003" * 3, bytes([3]) * 199 + b"!", ()),
+        8: Record(8, BASE_TIMESTAMP + 8, b"customer-0008" * 3 + b"?", bytes([8]) * 200, ()),
+        9: Record(9, BASE_TIMESTAMP + 9, b"", bytes([9]) * 200, (("trace", b"9"),)),
+        14: Record(14, BASE_TIMESTAMP + 14, None, bytes([14]) * 200, (("trace", b"X"),)),
+        16: Record(16, BASE_TIMESTAMP, b"customer-0016" * 3, bytes([16]) * 200, ()),
+        21: Record(21, BASE_TIMESTAMP + 21, None, None, (("trace", None),)),
+        31: Record(31, BASE_TIMESTAMP + 31, b"k", b"short value", (("trace", b"31"),)),
+    }
+    destination_log = long_value_batches(changed=destination_records)
+    del destination_log[5]
+    destination = {
+        ORDERS_1: destination_log + make_batches(2, start_offset=50, salt="extra"),
+        TopicPartition("orders", 0): make_batches(4),
+    }
+    source_dir = write_logs(tmp_path / "source", source)
+    destination_dir = write_logs(tmp_path / "destination", destination)
+
+    reports = [
+        verify_logs(
+            read_view(spark, source_dir, view),
+            read_view(spark, destination_dir, view),
+            level="record",
+            stop_offsets={ORDERS_1: 40},
+        ).to_dict()
+        for view in ("records", "record_digests")
+    ]
+
+    assert reports[0] == reports[1]
+    kinds = {(row["offset"], row["kind"]) for row in reports[0]["divergences"]}
+    assert {
+        (3, "value_mismatch"),
+        (8, "key_mismatch"),
+        (9, "key_mismatch"),
+        (14, "headers_mismatch"),
+        (16, "timestamp_mismatch"),
+        (21, "value_mismatch"),
+        (25, "missing_record"),
+        (31, "key_mismatch"),
+        (50, "extra_record"),
+    } <= kinds
+    assert {row["classification"] for row in reports[0]["divergences"] if row["offset"] >= 40} == {
+        "expected"
+    }

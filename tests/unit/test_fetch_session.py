@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 
 import pytest
 from hypothesis import settings
@@ -227,3 +228,125 @@ class SessionModel(RuleBasedStateMachine):
 
 TestSessionModel = SessionModel.TestCase
 TestSessionModel.settings = settings(max_examples=60, stateful_step_count=25, deadline=None)
+
+
+def settled(hw: int = 0) -> PartitionOutcome:
+    return PartitionOutcome(ErrorCode.NONE, hw, hw, 0, 0, at_end=True)
+
+
+def test_a_consumer_session_reads_a_settled_partition_again_only_once_it_changed() -> None:
+    cache = FetchSessionCache(clock=FakeClock())
+    context = cache.new_context(0, 0, {key(0): fetch(), key(1): fetch(), key(2): fetch()}, [])
+    session_id, _ = context.build_response(
+        {key(0): settled(), key(1): settled(), key(2): outcome()}
+    )
+    context = cache.new_context(session_id, 1, {}, [])
+    assert list(context.partitions()) == [key(2)]
+    context.build_response({key(2): settled()})
+    context = cache.new_context(session_id, 2, {}, [])
+    assert context.partitions() == {}
+    assert cache.mark_changed("t", 1) == [session_id]
+    assert cache.mark_changed("t", 1) == []
+    session = cache.get(session_id)
+    assert session is not None and session.woken
+    context = cache.new_context(session_id, 3, {}, [])
+    assert list(context.partitions()) == [key(1)]
+    assert not session.woken
+    _, included = context.build_response({key(1): settled(hw=5)})
+    assert included == [key(1)]
+
+
+def test_a_partition_that_returned_records_is_read_again_after_the_others() -> None:
+    cache = FetchSessionCache(clock=FakeClock())
+    keys = [key(0), key(1), key(2)]
+    session_id = open_session(cache, keys)
+    context = cache.new_context(session_id, 1, {}, [])
+    assert list(context.partitions()) == keys
+    context.build_response({key(0): outcome(records=10), key(1): outcome(), key(2): settled()})
+    context = cache.new_context(session_id, 2, {}, [])
+    assert list(context.partitions()) == [key(1), key(0)]
+
+
+def test_a_follower_session_reads_every_partition_and_watches_none() -> None:
+    cache = FetchSessionCache(clock=FakeClock())
+    context = cache.new_context(0, 0, {key(0): fetch(), key(1): fetch()}, [], privileged=True)
+    session_id, _ = context.build_response({key(0): settled(), key(1): settled()})
+    context = cache.new_context(session_id, 1, {}, [])
+    assert list(context.partitions()) == [key(0), key(1)]
+    assert cache.mark_changed("t", 0) == []
+
+
+def test_forgotten_partitions_and_closed_sessions_are_no_longer_watched() -> None:
+    cache = FetchSessionCache(clock=FakeClock())
+    context = cache.new_context(0, 0, {key(0): fetch(), key(1): fetch()}, [])
+    session_id, _ = context.build_response({key(0): settled(), key(1): settled()})
+    cache.new_context(session_id, 1, {}, [key(0)])
+    assert cache.mark_changed("t", 0) == []
+    assert cache.mark_changed("t", 1) == [session_id]
+    cache.new_context(session_id, -1, {}, [])
+    assert cache.mark_changed("t", 1) == []
+
+
+class SettledSessionModel(RuleBasedStateMachine):
+    """A consumer's session that reads only what changed answers exactly as a session that
+    reads everything (a follower's), as long as the broker announces every change."""
+
+    PARTITIONS = 4
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cache = FetchSessionCache(clock=FakeClock(), rng=random.Random(0))
+        self.high_watermarks = [0] * self.PARTITIONS
+        self.keys = [key(p) for p in range(self.PARTITIONS)]
+        self.sessions: dict[bool, tuple[int, int]] = {}
+        self.offsets: dict[bool, dict[FetchKey, int]] = {}
+        for privileged in (False, True):
+            self.offsets[privileged] = dict.fromkeys(self.keys, 0)
+            context = self.cache.new_context(
+                0, 0, {k: fetch() for k in self.keys}, [], privileged=privileged
+            )
+            session_id, _ = context.build_response(self._outcomes(privileged, self.keys))
+            self.sessions[privileged] = (session_id, 1)
+
+    def _outcomes(
+        self, privileged: bool, keys: Iterable[FetchKey]
+    ) -> dict[FetchKey, PartitionOutcome]:
+        found = {}
+        for k in keys:
+            hw = self.high_watermarks[k.partition]
+            behind = hw - self.offsets[privileged][k]
+            found[k] = PartitionOutcome(ErrorCode.NONE, hw, hw, 0, behind, at_end=behind == 0)
+        return found
+
+    @rule(partition=st.integers(0, PARTITIONS - 1), records=st.integers(1, 3))
+    def append(self, partition: int, records: int) -> None:
+        self.high_watermarks[partition] += records
+        self.cache.mark_changed("t", partition)
+
+    @rule(consume=st.booleans())
+    def fetch_both(self, consume: bool) -> None:
+        answers = []
+        for privileged in (False, True):
+            session_id, epoch = self.sessions[privileged]
+            offsets = self.offsets[privileged]
+            context = self.cache.new_context(session_id, epoch, {}, [])
+            outcomes = self._outcomes(privileged, context.partitions())
+            _, included = context.build_response(outcomes)
+            answers.append({(k, outcomes[k]) for k in included})
+            requested = {}
+            if consume:
+                for k in included:
+                    offsets[k] += outcomes[k].record_bytes
+                    requested[k] = fetch(offsets[k])
+            self.sessions[privileged] = (session_id, epoch + 1)
+            if requested:
+                context = self.cache.new_context(session_id, epoch + 1, requested, [])
+                outcomes = self._outcomes(privileged, context.partitions())
+                _, included = context.build_response(outcomes)
+                answers[-1] |= {(k, outcomes[k]) for k in included}
+                self.sessions[privileged] = (session_id, epoch + 2)
+        assert answers[0] == answers[1]
+
+
+TestSettledSessionModel = SettledSessionModel.TestCase
+TestSettledSessionModel.settings = settings(max_examples=80, stateful_step_count=30, deadline=None)

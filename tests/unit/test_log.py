@@ -227,6 +227,19 @@ def test_reopen_restores_offsets_and_metadata(tmp_path: Path) -> None:
         PartitionLog.open(path, LogConfig(), topic_id=uuid.uuid4())
 
 
+def test_an_empty_partition_metadata_file_is_written_again_at_open(tmp_path: Path) -> None:
+    """``partition.metadata`` is written without fsync (synced with the log's next flush),
+    so a machine crash may leave it empty: the next open writes the topic id again."""
+    topic_id = uuid.uuid4()
+    path = tmp_path / "orders-0"
+    PartitionLog.open(path, LogConfig(), topic_id=topic_id).close()
+    (path / "partition.metadata").write_text("")
+    reopened = PartitionLog.open(path, LogConfig(), topic_id=topic_id)
+    assert reopened.topic_id == topic_id
+    reopened.close()
+    assert PartitionLog.open(path, LogConfig()).topic_id == topic_id
+
+
 def test_reopen_rebuilds_missing_indexes(tmp_path: Path) -> None:
     path = tmp_path / "t-0"
     log = open_log(path, segment_bytes=400, index_interval_bytes=1)

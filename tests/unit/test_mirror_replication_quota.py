@@ -12,6 +12,7 @@ from mirrorsim.fetcher.throttle import (
     UNTHROTTLED,
     MirrorReplicationQuota,
     is_throttled_replica,
+    throttled_partitions,
 )
 
 
@@ -106,6 +107,26 @@ def test_throttled_replicas_name_partition_and_destination_broker(
     entries: list[str], partition: int, broker: int, throttled: bool
 ) -> None:
     assert is_throttled_replica(entries, partition, broker) is throttled
+
+
+ENTRIES = st.lists(
+    st.one_of(
+        st.builds("{}:{}".format, st.integers(0, 12), st.integers(3, 5)),
+        st.sampled_from(["*", "01:4", "-1:4", "1:4:4", ":4", "1:", "\uff11:4", " 1:4", "1_0:4"]),
+    ),
+    max_size=6,
+)
+
+
+@given(entries=ENTRIES, partition=st.integers(0, 12), broker=st.integers(3, 5))
+def test_a_topic_read_once_throttles_exactly_the_partitions_its_list_names(
+    entries: list[str], partition: int, broker: int
+) -> None:
+    """The fetcher reads a topic's replica list once for all its partitions; the answer
+    is the literal one, partition by partition (``*``, or ``p:b`` as written)."""
+    listed = set(entries)
+    named = "*" in listed or f"{partition}:{broker}" in listed
+    assert (partition in throttled_partitions(entries, broker)) is named
 
 
 @pytest.mark.parametrize("value", ["*", "0:4", "0:4,1:5", ""])
