@@ -27,14 +27,15 @@ from typing import Self
 from kio.static.primitive import i8, i32
 
 from mirrorsim.coordinator.state_machine import MirrorPartitionKey, MirrorPartitionState
+from mirrorsim.protocol.messages.last_mirror_epochs import (
+    decode_last_mirror_epochs,
+    encode_last_mirror_epochs,
+)
 from mirrorsim.protocol.messages.mirror_state_records import (
     LAST_MIRROR_EPOCHS_RECORD_TYPE,
     MIRROR_PARTITION_STATE_RECORD_TYPE,
     PARTITION_STATE_RECORD_TYPE,
     LastMirrorEpochsKey,
-    LastMirrorEpochsPartition,
-    LastMirrorEpochsTopic,
-    LastMirrorEpochsValue,
     MirrorPartitionStateKeyV1,
     MirrorPartitionStateValue,
     MirrorStateRecordError,
@@ -281,29 +282,12 @@ class MirrorStateStore:
         if value is None:
             self._epochs.pop(mirror, None)
             return
-        decoded = decode_mirror_state_value(LAST_MIRROR_EPOCHS_RECORD_TYPE, value)
-        assert isinstance(decoded, LastMirrorEpochsValue)
-        self._epochs[mirror] = {
-            (topic.name, int(p.partition_index)): int(p.last_mirror_epoch)
-            for topic in decoded.topics
-            for p in topic.partitions
-        }
+        self._epochs[mirror] = decode_last_mirror_epochs(value)
 
 
 def _epochs_snapshot(mirror: str, epochs: Mapping[tuple[str, int], int]) -> MirrorStateRecord:
     """The LME snapshot record of ``mirror`` holding exactly ``epochs``."""
-    by_topic: dict[str, list[LastMirrorEpochsPartition]] = {}
-    for (topic, partition), epoch in sorted(epochs.items()):
-        by_topic.setdefault(topic, []).append(
-            LastMirrorEpochsPartition(partition_index=i32(partition), last_mirror_epoch=i32(epoch))
-        )
-    value = LastMirrorEpochsValue(
-        topics=tuple(
-            LastMirrorEpochsTopic(name=topic, partitions=tuple(parts))  # type: ignore[arg-type]
-            for topic, parts in by_topic.items()
-        )
-    )
     return MirrorStateRecord(
         encode_mirror_state_key(LastMirrorEpochsKey(mirror_name=mirror)),
-        encode_mirror_state_value(value),
+        encode_last_mirror_epochs(epochs),
     )
