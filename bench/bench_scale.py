@@ -316,6 +316,10 @@ def main(argv: list[str] | None = None) -> None:
     sizes = [int(size) for size in args.sizes.split(",")]
     if any(size <= 0 or size % args.partitions for size in sizes):
         parser.error(f"every size must be a positive multiple of --partitions {args.partitions}")
+    command = (
+        "python -m mirrorsim.bench.bench_scale "
+        f"--sizes {args.sizes} --partitions {args.partitions} --idle-seconds {args.idle_seconds:g}"
+    )
     results = []
     for size in sizes:
         print(f"== {size:,} partitions", file=sys.stderr, flush=True)
@@ -325,13 +329,11 @@ def main(argv: list[str] | None = None) -> None:
                     run(size // args.partitions, args.partitions, args.idle_seconds, Path(root))
                 )
             )
-    command = (
-        "python -m mirrorsim.bench.bench_scale "
-        f"--sizes {args.sizes} --partitions {args.partitions} --idle-seconds {args.idle_seconds:g}"
-    )
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
-    (RESULTS / "scale.md").write_text(render_markdown(results, command))
+        # Written after each size: a large size runs for tens of minutes, and the smaller
+        # sizes' rows should outlive it if it is stopped.
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
+        (RESULTS / "scale.md").write_text(render_markdown(results, command))
     print(render_markdown(results, command))
 
 
