@@ -22,6 +22,7 @@ from mirrorsim.protocol.messages.mirror_state_records import (
     VALUE_VERSION,
     MirrorStateRecordError,
 )
+from mirrorsim.protocol.records.varint import encode_unsigned_varint
 
 _PREFIX = struct.Struct(">h")
 _PARTITION = struct.Struct(">iiB")
@@ -32,15 +33,6 @@ _NO_TAGS = b"\x00"
 Epochs = dict[tuple[str, int], int]
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_last_mirror_epochs(epochs: Mapping[tuple[str, int], int]) -> bytes:
     """The record value (version prefix included) for ``epochs``, topics and partitions
     in sorted order."""
@@ -48,13 +40,13 @@ def encode_last_mirror_epochs(epochs: Mapping[tuple[str, int], int]) -> bytes:
     for (topic, partition), epoch in sorted(epochs.items()):
         by_topic.setdefault(topic, []).append((partition, epoch))
     out = bytearray(_PREFIX.pack(VALUE_VERSION))
-    out += _uvarint(len(by_topic) + 1)
+    out += encode_unsigned_varint(len(by_topic) + 1)
     pack = _PARTITION.pack
     for topic, partitions in by_topic.items():
         name = topic.encode()
-        out += _uvarint(len(name) + 1)
+        out += encode_unsigned_varint(len(name) + 1)
         out += name
-        out += _uvarint(len(partitions) + 1)
+        out += encode_unsigned_varint(len(partitions) + 1)
         out += b"".join(pack(partition, epoch, 0) for partition, epoch in partitions)
         out += _NO_TAGS
     out += _NO_TAGS
