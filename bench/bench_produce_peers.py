@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mirrorsim.bench.bench_mirroring_peers import (
+    CLUSTER_CONFIGS,
     CpuMeter,
     mirrorsim_cluster,
     tansu,
@@ -115,7 +116,7 @@ async def _create_topic(bootstrap: str, partitions: int) -> None:
 async def _into_mirrorsim(
     data: Path, producers: int, records: int, size: int, partitions: int
 ) -> tuple[float, float]:
-    async with mirrorsim_cluster(data, "produce") as cluster:
+    async with mirrorsim_cluster(data, "produce", CLUSTER_CONFIGS) as cluster:
         await _create_topic(cluster.bootstrap, partitions)
         (broker,) = cluster.brokers.values()
         assert broker.pid is not None

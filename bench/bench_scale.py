@@ -2,7 +2,7 @@
 single-broker clusters, at several sizes in one table.
 
 Run: .venv/bin/python -m mirrorsim.bench.bench_scale [--sizes 10000,100000]
-     [--partitions 100] [--idle-seconds 60]
+     [--partitions 100] [--idle-seconds 60] [--idle-only]
 
 For each size, two fresh clusters of one broker each run as OS processes
 (``ProcessCluster``). The source gets ``size / --partitions`` topics (CreateTopics, 10
@@ -18,6 +18,12 @@ read from ``/proc`` while the mirror runs, before any topic exists too, so that 
 memory per partition is the difference. The descriptor limit and the segment-file
 budget are the ones the broker logs at start (``log.md``, "Open files"). Results go to
 ``bench/results/scale.json`` and ``scale.md``.
+
+``--idle-only`` measures a running mirror's idle cost, memory and descriptors alone: no
+records are produced (every partition is mirrored empty) and there is no failover or
+failback; its table goes to ``scale-idle.json`` and ``scale-idle.md``. At 100,000
+partitions that takes minutes instead of most of an hour, most of which goes to a
+producer sending one record to each of 100,000 partitions.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ from mirrorsim.drills.polling import wait_until
 
 RESULTS = Path(__file__).parent / "results"
 TOPICS_PER_REQUEST = 10
-TIMEOUT_S = 600
+TIMEOUT_S = 1800
 MIRROR = "scale"
 STATE_POLL_S = 1.0
 CLIENT_CONFIG = {
@@ -112,9 +118,9 @@ def process_view(pid: int, data_dir: str) -> dict[str, int]:
 
 
 def _poll_interval(total: int) -> float:
-    """Seconds between two DescribeMirrors: one per second up to 20,000 partitions, and
+    """Seconds between two DescribeMirrors: one per second up to 10,000 partitions, and
     less often above, so that the polling stays a small part of what is measured."""
-    return max(STATE_POLL_S, total / 20_000)
+    return max(STATE_POLL_S, total / 10_000)
 
 
 async def _states(admin: Admin) -> dict[str, int]:
@@ -142,9 +148,14 @@ async def _until_states(admin: Admin, done: Any, what: str, total: int) -> None:
 
 
 async def _mirror_everything(
-    source: ProcessCluster, destination: ProcessCluster, topics: list[str], total: int
+    source: ProcessCluster,
+    destination: ProcessCluster,
+    topics: list[str],
+    total: int,
+    *,
+    with_records: bool = True,
 ) -> float:
-    """Seconds from CreateMirror until every partition is MIRRORING with its record."""
+    """Seconds from CreateMirror until every partition is MIRRORING (with its record)."""
     async with Admin(bootstrap=destination.bootstrap, config=CLIENT_CONFIG) as admin:
         started = time.perf_counter()
         await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
@@ -152,7 +163,7 @@ async def _mirror_everything(
             (await admin.add_topics_to_mirror(MIRROR, chunk)).all()
         await _until_states(
             admin,
-            lambda c: c.get("MIRRORING") == total and c["copied"] == total,
+            lambda c: c.get("MIRRORING") == total and (c["copied"] == total or not with_records),
             "mirroring",
             total,
         )
@@ -201,7 +212,9 @@ def _pid(cluster: ProcessCluster) -> int:
     return pid
 
 
-async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path) -> dict[str, Any]:
+async def run(
+    topic_count: int, partitions: int, idle_seconds: float, root: Path, *, idle_only: bool = False
+) -> dict[str, Any]:
     topics = [f"scale-{i:04d}" for i in range(topic_count)]
     total = topic_count * partitions
     source, destination = (
@@ -210,17 +223,22 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
     )
     for cluster in (source, destination):
         await cluster.start()
+    source_s: dict[str, float] = {}
+    destination_s: dict[str, float] = {}
     try:
         empty = [_rss_mib(_pid(c)) for c in (source, destination)]
         print(f"creating {total:,} partitions", file=sys.stderr, flush=True)
         started = time.perf_counter()
         await asyncio.to_thread(create_topics, source.bootstrap, topics, partitions)
-        create_s = time.perf_counter() - started
-        started = time.perf_counter()
-        await asyncio.to_thread(produce_one_record_each, source.bootstrap, topics, partitions)
-        produce_s = time.perf_counter() - started
+        source_s["create"] = time.perf_counter() - started
+        if not idle_only:
+            started = time.perf_counter()
+            await asyncio.to_thread(produce_one_record_each, source.bootstrap, topics, partitions)
+            source_s["produce"] = time.perf_counter() - started
         print(f"mirroring {total:,} partitions", file=sys.stderr, flush=True)
-        mirror_s = await _mirror_everything(source, destination, topics, total)
+        destination_s["mirror"] = await _mirror_everything(
+            source, destination, topics, total, with_records=not idle_only
+        )
         pids = [_pid(c) for c in (source, destination)]
         views = [
             process_view(pid, c.data_dir(1))
@@ -228,26 +246,17 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
         ]
         print(f"idle for {idle_seconds:.0f} s with the mirror running", file=sys.stderr, flush=True)
         idle = await _idle_cpu(pids, idle_seconds)
-        print("failing over", file=sys.stderr, flush=True)
-        failover_s = await _fail_over(destination, topics, total)
-        print("failing back", file=sys.stderr, flush=True)
-        failback_s = await _fail_back(source, destination, topics, total)
+        if not idle_only:
+            print("failing over", file=sys.stderr, flush=True)
+            destination_s["failover"] = await _fail_over(destination, topics, total)
+            print("failing back", file=sys.stderr, flush=True)
+            source_s["failback"] = await _fail_back(source, destination, topics, total)
     finally:
         for cluster in (source, destination):
             await cluster.stop()
     rows = [
-        {
-            "cluster": "source",
-            "seconds": {
-                "create": round(create_s, 1),
-                "produce": round(produce_s, 1),
-                "failback": round(failback_s, 1),
-            },
-        },
-        {
-            "cluster": "destination",
-            "seconds": {"mirror": round(mirror_s, 1), "failover": round(failover_s, 1)},
-        },
+        {"cluster": name, "seconds": {k: round(v, 1) for k, v in seconds.items()}}
+        for name, seconds in (("source", source_s), ("destination", destination_s))
     ]
     for row, view, cpu, rss_empty in zip(rows, views, idle, empty, strict=True):
         row.update(view)
@@ -259,6 +268,7 @@ async def run(topic_count: int, partitions: int, idle_seconds: float, root: Path
         "partitions_per_topic": partitions,
         "partitions_per_broker": total,
         "idle_seconds": idle_seconds,
+        "idle_only": idle_only,
         "cpus": os.cpu_count(),
         "load_average": [round(x, 1) for x in os.getloadavg()],
         "brokers": rows,
@@ -283,7 +293,13 @@ def render_markdown(results: list[dict[str, Any]], command: str) -> str:
         f"same name from the destination and every topic added). {first['cpus']} CPUs. Idle "
         f"CPU: {first['idle_seconds']:.0f} s with the mirror running and nothing to copy. "
         "RSS per partition: the broker's RSS with the mirror running less its RSS before any "
-        "topic existed, over the partitions.",
+        "topic existed, over the partitions."
+        + (
+            " Idle only (`--idle-only`): no records, so the partitions are mirrored empty; "
+            "no failover or failback."
+            if first.get("idle_only")
+            else ""
+        ),
         "",
         "| partitions | topics | cluster | seconds | RSS MiB | RSS bytes per partition "
         "| open fds | open segment files | fd limit | segment-file budget "
@@ -312,6 +328,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--partitions", type=int, default=100, help="partitions per topic")
     parser.add_argument("--idle-seconds", type=float, default=60.0)
+    parser.add_argument(
+        "--idle-only",
+        action="store_true",
+        help="no records, no failover or failback: idle CPU, memory and descriptors only",
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     sizes = [int(size) for size in args.sizes.split(",")]
     if any(size <= 0 or size % args.partitions for size in sizes):
@@ -319,21 +340,30 @@ def main(argv: list[str] | None = None) -> None:
     command = (
         "python -m mirrorsim.bench.bench_scale "
         f"--sizes {args.sizes} --partitions {args.partitions} --idle-seconds {args.idle_seconds:g}"
+        + (" --idle-only" if args.idle_only else "")
     )
+    name = "scale-idle" if args.idle_only else "scale"
     results = []
     for size in sizes:
         print(f"== {size:,} partitions", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="bench-scale-") as root:
             results.append(
                 asyncio.run(
-                    run(size // args.partitions, args.partitions, args.idle_seconds, Path(root))
+                    run(
+                        size // args.partitions,
+                        args.partitions,
+                        args.idle_seconds,
+                        Path(root),
+                        idle_only=args.idle_only,
+                    )
                 )
             )
-        # Written after each size: a large size runs for tens of minutes, and the smaller
-        # sizes' rows should outlive it if it is stopped.
-        RESULTS.mkdir(exist_ok=True)
-        (RESULTS / "scale.json").write_text(json.dumps(results, indent=2) + "\n")
-        (RESULTS / "scale.md").write_text(render_markdown(results, command))
+            # Written after each size, before its directory (100,000 partition
+            # directories per broker) is removed: a large size runs for tens of minutes,
+            # and the smaller sizes' rows should outlive it if it is stopped.
+            RESULTS.mkdir(exist_ok=True)
+            (RESULTS / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+            (RESULTS / f"{name}.md").write_text(render_markdown(results, command))
     print(render_markdown(results, command))
 
 

@@ -28,7 +28,7 @@ import tenacity
 
 from mirrorsim.client.backoff import ReconnectBackoff
 from mirrorsim.client.config import ClientConfig
-from mirrorsim.client.connection import BrokerConnection
+from mirrorsim.client.connection import BrokerConnection, InFlightRequest
 from mirrorsim.client.errors import (
     KafkaConnectionError,
     RequestTimedOut,
@@ -242,6 +242,14 @@ class ClusterClient:
         """One attempt, no retries: for callers with their own backoff and failover, such as
         fetchers, which should move to a new leader instead of waiting out a dead one."""
         return await self._send_once(await self.connection(node_id), body)
+
+    async def start_on_node(self, node_id: int, body: Any) -> InFlightRequest:
+        """Write one request to ``node_id`` (connecting first if need be) and return once it
+        is written, without its response: one attempt, as ``send_to_node_once``."""
+        connection = await self.connection(node_id)
+        if isinstance(body, RequestSpec):
+            body = _build_for(connection, body)
+        return connection.start(body)
 
     async def send_to_any(self, body: Any) -> Any:
         async def once() -> Any:

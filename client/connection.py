@@ -57,6 +57,40 @@ class _Pending:
     api_version: int
 
 
+class InFlightRequest:
+    """A request already written to its connection, whose response is still to come."""
+
+    def __init__(
+        self,
+        connection: BrokerConnection,
+        correlation_id: int,
+        future: asyncio.Future[Any],
+        api_key: int,
+        api_version: int,
+    ) -> None:
+        self._connection = connection
+        self._correlation_id = correlation_id
+        self._future = future
+        self._api_key = api_key
+        self._api_version = api_version
+
+    async def response(self) -> Any:
+        """The decoded response; ``RequestTimedOut`` after the connection's request timeout
+        (counted from here), ``KafkaConnectionError`` if the connection fails first."""
+        connection = self._connection
+        try:
+            await connection._drain()
+            return await asyncio.wait_for(self._future, connection._timeout)
+        except TimeoutError:
+            raise RequestTimedOut(
+                f"no response from {connection.host}:{connection.port} to api key "
+                f"{self._api_key} v{self._api_version} within "
+                f"{connection._timeout * 1000:.0f} ms"
+            ) from None
+        finally:
+            connection._pending.pop(self._correlation_id, None)
+
+
 class BrokerConnection:
     def __init__(
         self,
@@ -164,35 +198,55 @@ class BrokerConnection:
         )
         return correlation_id, frame
 
+    def start(self, body: Any) -> InFlightRequest:
+        """Write a request now and return without its response: a caller with other work
+        does it while the broker answers, and awaits ``InFlightRequest.response()`` after."""
+        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        self._check_supported(api_key, api_version)
+        return self._start(body, api_key, api_version)
+
     async def _request(self, body: Any, api_key: int, api_version: int) -> Any:
+        return await self._start(body, api_key, api_version).response()
+
+    def _start(self, body: Any, api_key: int, api_version: int) -> InFlightRequest:
         correlation_id, frame = self._frame(body, api_version)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = _Pending(future, api_key, api_version)
         try:
-            await self._write(frame)
-            return await asyncio.wait_for(future, self._timeout)
-        except TimeoutError:
-            raise RequestTimedOut(
-                f"no response from {self.host}:{self.port} to api key {api_key} "
-                f"v{api_version} within {self._timeout * 1000:.0f} ms"
-            ) from None
-        finally:
+            self._write_now(frame)
+        except BaseException:
             self._pending.pop(correlation_id, None)
+            raise
+        return InFlightRequest(self, correlation_id, future, api_key, api_version)
 
     async def _write(self, frame: bytes) -> None:
+        self._write_now(frame)
+        await self._drain()
+
+    def _write_now(self, frame: bytes) -> None:
         if self._failure is not None:
             raise self._failure
         if self._transport is None or self._stream is None:
             raise KafkaConnectionError(f"{self!r} is not connected")
         try:
             self._transport.write(frame)
-            self.stats.requests += 1
-            self.stats.bytes_sent += len(frame)
+        except (OSError, RuntimeError) as exc:
+            raise self._write_failed(exc) from exc
+        self.stats.requests += 1
+        self.stats.bytes_sent += len(frame)
+
+    async def _drain(self) -> None:
+        if self._stream is None:
+            raise KafkaConnectionError(f"{self!r} is not connected")
+        try:
             await self._stream.drain()
         except (OSError, RuntimeError) as exc:
-            failure = KafkaConnectionError(f"write to {self.host}:{self.port} failed: {exc}")
-            self._fail_pending(failure)
-            raise failure from exc
+            raise self._write_failed(exc) from exc
+
+    def _write_failed(self, exc: BaseException) -> KafkaConnectionError:
+        failure = KafkaConnectionError(f"write to {self.host}:{self.port} failed: {exc}")
+        self._fail_pending(failure)
+        return failure
 
     def _connection_lost(self, reason: str) -> None:
         if self._open:

@@ -18,6 +18,15 @@ whose state changed since they were last asked (added, answered, or after an exe
 action) and those whose wait is over (a heap of timers); every other partition keeps the
 ``Fetch`` it last wanted, and the fetch session is told only of the changes.
 
+The source and the destination are separate processes, so a fetcher that appended a
+response before asking for the next would leave the source idle while it appends and
+itself idle while the source reads. A response therefore moves its partitions' plans on
+at once, the next Fetch is written, and the batches are appended while the source
+answers it. There is still one Fetch in flight at a time, asked with offsets the plans
+already reached; an append that fails fails its partition, whose part of the next
+answer is then dropped. Anything else that touches the local log first appends what is
+waiting, so those appends are only ever behind by the one Fetch.
+
 Partitions the broker's mirror replication quota throttles sit out the fetches while the
 quota is exceeded (``mirrorsim.fetcher.throttle``), as Kafka's replica fetchers do; the
 quota's replica lists are read once per topic and round.
@@ -49,6 +58,7 @@ from mirrorsim.fetcher.plan import (
     EpochSupport,
     Fail,
     Fetch,
+    FetchOutcome,
     FetchPhase,
     PartitionFetchState,
     QueryEpochEndOffset,
@@ -100,6 +110,16 @@ class MirrorPartition:
     topic_id: uuid.UUID
     source_leader_epoch: int
     state: PartitionFetchState | None = None
+
+
+@dataclass(slots=True)
+class _Unwritten:
+    """A partition's answer whose plan has moved on and whose batches still wait to be
+    appended; ``high_watermark`` is the source's, when the answer carried no error."""
+
+    mp: MirrorPartition
+    outcome: FetchOutcome
+    high_watermark: int | None
 
 
 class MirrorSink(Protocol):
@@ -156,6 +176,9 @@ class MirrorFetcherTask:
         self._unreported: dict[Key, None] = {}
         """Partitions that started fetching and whose fetcher the stats do not know yet
         (rebuilt rather than emptied: a dict emptied by deletions still iterates slowly)."""
+        self._unwritten: list[_Unwritten] = []
+        """Answers taken from the last response and not yet appended (see the module's
+        docstring); an entry whose partition was removed meanwhile is dropped."""
         self._topic_names: dict[uuid.UUID, str] = {}
         self._topic_id_partitions: dict[uuid.UUID, int] = {}
         self._wakeup = asyncio.Event()
@@ -240,6 +263,7 @@ class MirrorFetcherTask:
 
     async def _idle(self, until_ms: int) -> None:
         """Back off until ``until_ms``, or until a partition is added."""
+        self._write_unwritten()
         self._wakeup.clear()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(max(0, until_ms - _now_ms()) / 1000):
@@ -375,7 +399,10 @@ class MirrorFetcherTask:
         self._held = held
 
     async def _execute(self, mp: MirrorPartition, action: Any) -> None:
+        self._write_unwritten()
         key = (mp.topic, mp.partition)
+        if self.partitions.get(key) is not mp:
+            return
         if isinstance(action, Fail):
             self._fail(mp, action.reason)
         elif isinstance(action, Truncate | TruncateFullyAndStartAt):
@@ -458,7 +485,9 @@ class MirrorFetcherTask:
                 "rack_id": "",
             },
         )
-        response = await self.client.send_to_node_once(self.source_broker, spec)
+        in_flight = await self.client.start_on_node(self.source_broker, spec)
+        self._write_unwritten()
+        response = await in_flight.response()
         error = error_code_from_wire(response.error_code)
         self._session.handle_response(error, response.session_id)
         appended = throttled_bytes = 0
@@ -488,7 +517,8 @@ class MirrorFetcherTask:
         return self._sink.local_log(*key).topic_id or ZERO_UUID
 
     def _apply(self, topic: str, partition: int, data: Any) -> int:
-        """Take one partition's answer; the bytes appended to the local log."""
+        """Take one partition's answer: its plan moves on now, and its batches are appended
+        now or, for a plain answer, once the next Fetch is on its way. The bytes taken."""
         key = (topic, partition)
         mp = self.partitions.get(key)
         if mp is None or mp.state is None:
@@ -507,24 +537,47 @@ class MirrorFetcherTask:
             now_ms=_now_ms(),
             backoff_ms=BACKOFF_MS,
         )
+        mp.state = outcome.state
+        self._changed[key] = None
+        answer = _Unwritten(
+            mp, outcome, int(data.high_watermark) if error == ErrorCode.NONE else None
+        )
+        if (
+            outcome.append
+            and not outcome.refresh_metadata
+            and outcome.state.phase is not FetchPhase.FAILED
+        ):
+            self._unwritten.append(answer)
+        else:
+            self._write(answer)
+        return sum(batch.size for batch in outcome.append)
+
+    def _write_unwritten(self) -> None:
+        unwritten, self._unwritten = self._unwritten, []
+        for answer in unwritten:
+            self._write(answer)
+
+    def _write(self, answer: _Unwritten) -> None:
+        """Append one taken answer to the local log, unless its partition was let go."""
+        mp, outcome = answer.mp, answer.outcome
+        topic, partition = mp.topic, mp.partition
+        if self.partitions.get((topic, partition)) is not mp:
+            return
         if outcome.append:
             try:
                 self._sink.append(topic, partition, list(outcome.append))
             except KafkaError as exc:
                 self._fail(mp, str(exc))
-                return 0
-        mp.state = outcome.state
-        self._changed[key] = None
+                return
         if outcome.source_log_start_offset is not None:
             self._sink.follow_log_start(topic, partition, outcome.source_log_start_offset)
-        if error == ErrorCode.NONE:
-            self._sink.record_source_offsets(topic, partition, int(data.high_watermark))
+        if answer.high_watermark is not None:
+            self._sink.record_source_offsets(topic, partition, answer.high_watermark)
         if outcome.refresh_metadata:
-            self.remove(key)
+            self.remove((topic, partition))
             self._sink.relocate(topic, partition)
-        elif mp.state.phase is FetchPhase.FAILED:
-            self._fail(mp, mp.state.failure or "failed")
-        return sum(batch.size for batch in outcome.append)
+        elif outcome.state.phase is FetchPhase.FAILED:
+            self._fail(mp, outcome.state.failure or "failed")
 
     async def _epoch_end_offset(
         self, mp: MirrorPartition, action: QueryEpochEndOffset
