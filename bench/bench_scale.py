@@ -283,23 +283,24 @@ def _rss_mib(pid: int) -> int:
 def render_markdown(results: list[dict[str, Any]], command: str) -> str:
     first = results[0]
     lines = [
-        "# Scale: partitions per broker, mirrored, failed over and failed back",
+        "# Scale: partitions per broker, mirrored"
+        + ("" if first.get("idle_only") else ", failed over and failed back"),
         "",
         f"Command: `{command}`",
         "",
-        "Two single-broker clusters as processes per size; one record per partition on the "
-        "source, all of it mirrored by the destination, then failed over (RemoveTopicsFromMirror "
-        "of every topic on the destination) and failed back (on the source, a mirror of the "
-        f"same name from the destination and every topic added). {first['cpus']} CPUs. Idle "
-        f"CPU: {first['idle_seconds']:.0f} s with the mirror running and nothing to copy. "
-        "RSS per partition: the broker's RSS with the mirror running less its RSS before any "
-        "topic existed, over the partitions."
-        + (
-            " Idle only (`--idle-only`): no records, so the partitions are mirrored empty; "
-            "no failover or failback."
+        (
+            "Two single-broker clusters as processes per size; the destination mirrors every "
+            "topic of the source, whose partitions stay empty (`--idle-only`: no records, no "
+            "failover or failback)."
             if first.get("idle_only")
-            else ""
-        ),
+            else "Two single-broker clusters as processes per size; one record per partition on "
+            "the source, all of it mirrored by the destination, then failed over "
+            "(RemoveTopicsFromMirror of every topic on the destination) and failed back (on "
+            "the source, a mirror of the same name from the destination and every topic added)."
+        )
+        + f" {first['cpus']} CPUs. Idle CPU: {first['idle_seconds']:.0f} s with the mirror "
+        "running and nothing to copy. RSS per partition: the broker's RSS with the mirror "
+        "running less its RSS before any topic existed, over the partitions.",
         "",
         "| partitions | topics | cluster | seconds | RSS MiB | RSS bytes per partition "
         "| open fds | open segment files | fd limit | segment-file budget "

@@ -41,6 +41,7 @@ from mirrorsim.broker.group.ownership import ownership
 from mirrorsim.broker.group.share_sessions import ShareSessionCache
 from mirrorsim.broker.group.share_state_store import ShareStateStore
 from mirrorsim.broker.handlers.dispatcher import Dispatcher, preload_message_classes
+from mirrorsim.broker.handlers.metadata_cache import EncodedTopicCache
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.log.file_handles import FileHandles, raise_descriptor_limit
 from mirrorsim.broker.log_format import current_broker
@@ -110,6 +111,8 @@ class Broker:
         self._resources = contextlib.AsyncExitStack()
         self._configured_port = port
         self.metrics = BrokerMetrics()
+        self.metadata_topic_cache = EncodedTopicCache()
+        """The Metadata topic entries this broker answered with, encoded."""
         self.server = Listeners.from_config(
             host,
             port,

@@ -168,6 +168,11 @@ class MirrorCoordinator:
         self.partitions: dict[Key, MirrorPartitionStatus] = {}
         self._tasks: dict[Key, asyncio.Task[None]] = {}
         self._dirty: set[Key] = set()
+        self._unsettled: set[Key] = set()
+        """Partitions the periodic sweep looks at: those a reconcile left unsettled and
+        those whose fetcher let go of them. Every other partition is settled and moves
+        only when a metadata change or a fetcher's report kicks it, so the sweep costs
+        what is unsettled, not what is mirrored."""
         self._kicked_topics: Mapping[str, Any] = {}
         self._last_sweep = -FULL_SWEEP_S
         self._stopped = False
@@ -204,9 +209,11 @@ class MirrorCoordinator:
 
     async def on_metadata_change(self) -> None:
         """Reload mirror configs and state partitions, then kick the mirror partitions of
-        every topic whose metadata changed: of all topics when a mirror's configs changed,
-        and every ``FULL_SWEEP_S`` for whatever no metadata change announces. Kicking a
-        thousand settled partitions at every refresh would cost a reconcile step each."""
+        every topic whose metadata changed, the unsettled ones of all topics when a
+        mirror's configs changed, and every ``FULL_SWEEP_S`` the unsettled ones, for
+        whatever no metadata change announces. Kicking a thousand settled partitions at
+        every refresh would cost a reconcile step each, and even looking at 100,000 of
+        them every few seconds costs an idle broker a few percent of a core."""
         previous = self._mirrors
         self._mirrors = {
             name: dict(record.configs)
@@ -217,31 +224,65 @@ class MirrorCoordinator:
                 await self._reconnect(mirror)
         self.state_topic.on_metadata_change()
         now = time.monotonic()
-        sweep = previous != self._mirrors or now - self._last_sweep >= FULL_SWEEP_S
+        everything = previous != self._mirrors
+        sweep = everything or now - self._last_sweep >= FULL_SWEEP_S
         if sweep:
             self._last_sweep = now
         topics = self._broker.snapshot.topics
         kicked, self._kicked_topics = self._kicked_topics, topics
-        if topics is kicked and not sweep:
-            return
-        self._warn_unclean_elections(kicked)
-        me = self._broker.broker_id
-        for name, topic in topics.items():
-            before = kicked.get(name)
-            changed = before is not topic and before != topic
-            if not (changed or sweep):
-                continue
-            mirrored = bool(topic.configs.get(MIRROR_NAME))
-            for p in topic.partitions:
-                key = (name, p.partition)
-                tracked = key in self.partitions
-                if not (mirrored or tracked):
-                    continue
-                if changed or (not self._settled(key) and (tracked or p.leader == me)):
+        if topics is not kicked:
+            self._warn_unclean_elections(kicked)
+            for name, topic in topics.items():
+                before = kicked.get(name)
+                changed = before is not topic and before != topic
+                if changed or everything:
+                    self._kick_topic(topic, changed=changed)
+            for key in list(self.partitions):
+                if key[0] not in topics:
                     self.kick(key)
-        for key in list(self.partitions):
-            if key[0] not in topics:
+        elif everything:
+            for topic in topics.values():
+                self._kick_topic(topic, changed=False)
+        if sweep and not everything:
+            self._sweep_unsettled(topics)
+
+    def _kick_topic(self, topic: Any, *, changed: bool) -> None:
+        """Kick the partitions of ``topic`` this coordinator has business with: all of
+        them when the topic changed, else the unsettled ones."""
+        mirrored = bool(topic.configs.get(MIRROR_NAME))
+        me = self._broker.broker_id
+        for p in topic.partitions:
+            key = (topic.name, p.partition)
+            tracked = key in self.partitions
+            if not (mirrored or tracked):
+                continue
+            if changed or (not self._settled(key) and (tracked or p.leader == me)):
                 self.kick(key)
+
+    def _sweep_unsettled(self, topics: Mapping[str, Any]) -> None:
+        """Kick again what a reconcile left unsettled; forget what is no longer ours."""
+        me = self._broker.broker_id
+        for key in list(self._unsettled):
+            if self._settled(key):
+                self._unsettled.discard(key)
+                continue
+            topic = topics.get(key[0])
+            ours = (
+                topic is not None
+                and key[1] < len(topic.partitions)
+                and bool(topic.configs.get(MIRROR_NAME))
+                and topic.partitions[key[1]].leader == me
+            )
+            if key in self.partitions or ours:
+                self.kick(key)
+            else:
+                self._unsettled.discard(key)
+
+    def _after_reconcile(self, key: Key) -> None:
+        if self._settled(key):
+            self._unsettled.discard(key)
+        else:
+            self._unsettled.add(key)
 
     def _settled(self, key: Key) -> bool:
         """Nothing but a metadata change or a fetcher's report can move the partition (both
@@ -283,6 +324,7 @@ class MirrorCoordinator:
             if status.key.mirror == mirror and self.fetchers.is_fetching(key):
                 self.fetchers.remove_partition(key)
                 status.relocating = True
+                self._unsettled.add(key)
 
     def kick(self, key: Key) -> None:
         if self._stopped:
@@ -294,6 +336,7 @@ class MirrorCoordinator:
             )
             self._tasks[key] = task
             task.add_done_callback(lambda _: self._tasks.pop(key, None))
+            task.add_done_callback(lambda _: self._after_reconcile(key))
 
     # -- the reconcile loop --------------------------------------------------------------
 

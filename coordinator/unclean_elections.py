@@ -36,7 +36,7 @@ def unclean_mirror_elections(
     found = []
     for name, topic in after.items():
         previous = before.get(name)
-        if previous is None or previous.topic_id != topic.topic_id:
+        if previous is None or previous is topic or previous.topic_id != topic.topic_id:
             continue
         if not topic.configs.get(MIRROR_NAME) or _supported(topic.configs):
             continue

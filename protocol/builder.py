@@ -40,6 +40,20 @@ def build(cls: type, fields: Mapping[str, Any]) -> Any:
     return _build(cls, fields, _message_of(cls), cls.__name__, ())
 
 
+def build_nested(cls: type, path: tuple[str, ...], fields: Mapping[str, Any]) -> Any:
+    """The part of message ``cls`` at ``path`` (field names from the top), built from a
+    description valid for any version exactly as ``build`` builds it inside the whole
+    message: a part that is encoded on its own (a Metadata response's topic entry)
+    accepts the same descriptions as the whole."""
+    nested = cls
+    for step in path:
+        found = next((entity for name, entity, _ in _plan(nested) if name == step), None)
+        if found is None:
+            raise RequestBuildError(f"{cls.__name__} has no nested message at {'.'.join(path)}")
+        nested = found
+    return _build(nested, fields, _message_of(cls), cls.__name__, path)
+
+
 def _build(
     cls: type,
     fields: Mapping[str, Any],

@@ -27,6 +27,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
+from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
 from mirrorsim.protocol.registry import request_class, response_class
 from mirrorsim.protocol.schema_reader import schema_reader, tolerant_reader
 
@@ -141,13 +142,19 @@ def encode_response_buffers(body: Any, *, api_version: int, correlation_id: int)
 
     A Fetch response is mostly record sets read from segment files: they go out as the
     very buffers the log returned, so the bytes are never copied into an encoder buffer.
-    The buffers are only read, and only until they are handed to the transport.
+    The buffers are only read, and only until they are handed to the transport. A
+    ``SplicedMetadataResponse`` goes out with its topic entries as they were encoded.
     """
-    key = int(body.__api_key__)
-    header_cls = _response_header_class(key, body.__flexible__)
+    message = body.body if isinstance(body, SplicedMetadataResponse) else body
+    key = int(message.__api_key__)
+    header_cls = _response_header_class(key, message.__flexible__)
     chain = _BufferChain()
     entity_writer(header_cls)(chain, header_cls(correlation_id=i32(correlation_id)))
-    entity_writer(type(body))(chain, body)
+    if message is body:
+        entity_writer(type(body))(chain, body)
+    else:
+        for part in body.encoded_body():
+            chain.write(part)
     return chain.frame()
 
 

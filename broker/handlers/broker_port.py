@@ -17,6 +17,7 @@ from mirrorsim.broker.controller.active import ClusterController
 from mirrorsim.broker.group import GroupCoordinator
 from mirrorsim.broker.group.share_sessions import ShareSessionCache
 from mirrorsim.broker.group.share_state_store import ShareStateStore
+from mirrorsim.broker.handlers.metadata_cache import EncodedTopicCache
 from mirrorsim.broker.handlers.mirror_ports import MirrorCoordinatorView, MirrorLifecyclePort
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
@@ -80,6 +81,9 @@ class HandlerBroker(Protocol):
 
     @property
     def metrics(self) -> BrokerMetrics: ...
+
+    @property
+    def metadata_topic_cache(self) -> EncodedTopicCache: ...
 
     @property
     def mirrors(self) -> MirrorCoordinatorView: ...

@@ -81,4 +81,6 @@ def _describe(broker: HandlerBroker, name: str) -> dict[str, Any] | None:
     if name == OFFSETS_TOPIC:
         return described_offsets_topic(broker)
     record = broker.snapshot.topics.get(name)
-    return None if record is None else described_topic(record, broker)
+    if record is None:
+        return None
+    return described_topic(record, {b.broker_id for b in broker.live_brokers()})

@@ -12,6 +12,7 @@ from mirrorsim.broker.handlers.base import RequestContext
 from mirrorsim.broker.quotas.entity import REQUEST_PERCENTAGE
 from mirrorsim.broker.quotas.manager import SECONDS_TO_PERCENTAGE, Client
 from mirrorsim.protocol.messages.constants import MirrorApiKey
+from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
 
 EXEMPT_API_KEYS = frozenset(
     {
@@ -53,6 +54,9 @@ def apply_request_quota(ctx: RequestContext, response: Any, loop_seconds: float)
     throttle_ms = record_and_throttle(ctx, REQUEST_PERCENTAGE, loop_seconds * SECONDS_TO_PERCENTAGE)
     if throttle_ms == 0 or response is None or not hasattr(response, "throttle_time"):
         return response
-    if response.throttle_time >= as_throttle_time(throttle_ms):
+    throttle_time = as_throttle_time(throttle_ms)
+    if response.throttle_time >= throttle_time:
         return response
-    return dataclasses.replace(response, throttle_time=as_throttle_time(throttle_ms))
+    if isinstance(response, SplicedMetadataResponse):
+        return response.with_throttle_time(throttle_time)
+    return dataclasses.replace(response, throttle_time=throttle_time)

@@ -7,6 +7,7 @@ replicas); DescribeTopicPartitions adds the KIP-966 eligible leader replicas its
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from typing import Any
 
 from mirrorsim.broker.group.offsets_topic import (
@@ -58,8 +59,9 @@ def described_offsets_topic(broker: HandlerBroker) -> dict[str, Any]:
     }
 
 
-def described_topic(record: TopicRecord, broker: HandlerBroker) -> dict[str, Any]:
-    live = {b.broker_id for b in broker.live_brokers()}
+def described_topic(record: TopicRecord, live: Collection[int]) -> dict[str, Any]:
+    """``record`` with the leaders and replicas that are not among the ``live`` broker
+    ids shown as missing and offline."""
     partitions = [
         _partition(
             p.partition,

@@ -24,6 +24,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from mirrorsim.protocol.errors import error_code_from_wire
+from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
 from mirrorsim.protocol.registry import request_class
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -43,7 +44,8 @@ def error_counts(body: Any) -> Tally[str]:
 
     Only the fields whose declared type can hold an ``error_code`` are visited (see
     ``_error_paths``), so a Fetch response's records and a Metadata response's replica
-    lists cost nothing.
+    lists cost nothing. A Metadata response's pre-encoded topics bring their codes
+    counted.
     """
     tally: Tally[str] = Tally()
     pending = [body]
@@ -51,6 +53,12 @@ def error_counts(body: Any) -> Tally[str]:
         node = pending.pop()
         if isinstance(node, tuple | list):
             pending.extend(node)
+            continue
+        if isinstance(node, SplicedMetadataResponse):
+            pending.append(node.body)
+            for topic in node.topics:
+                for code, count in topic.error_codes:
+                    tally[_error_name(code)] += count
             continue
         paths = _error_paths(type(node))
         if paths is None:

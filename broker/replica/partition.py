@@ -308,7 +308,7 @@ class Partition:
 
     def isr_to_shrink(self, lag_time_max_ms: int) -> tuple[int, ...] | None:
         """The ISR without followers that have not caught up for ``lag_time_max_ms``."""
-        if not self.is_leader:
+        if not self.followers or not self.is_leader:
             return None
         now = self.clock()
         lagging = {
