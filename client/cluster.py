@@ -246,10 +246,7 @@ class ClusterClient:
     async def start_on_node(self, node_id: int, body: Any) -> InFlightRequest:
         """Write one request to ``node_id`` (connecting first if need be) and return once it
         is written, without its response: one attempt, as ``send_to_node_once``."""
-        connection = await self.connection(node_id)
-        if isinstance(body, RequestSpec):
-            body = _build_for(connection, body)
-        return connection.start(body)
+        return _start(await self.connection(node_id), body)
 
     async def send_to_any(self, body: Any) -> Any:
         async def once() -> Any:
@@ -327,9 +324,7 @@ class ClusterClient:
         raise AssertionError("unreachable: tenacity reraises the last error")
 
     async def _send_once(self, connection: BrokerConnection, body: Any) -> Any:
-        if isinstance(body, RequestSpec):
-            body = _build_for(connection, body)
-        return await connection.send(body)
+        return await _start(connection, body).response()
 
     async def refresh_quietly(self, within_s: float | None = None) -> None:
         """Re-learn the brokers and the known topics, at most ``within_s`` seconds; a
@@ -431,6 +426,13 @@ class ClusterClient:
         self._metadata = ClusterMetadata(
             current.cluster_id, current.controller_id, brokers, current.topics
         )
+
+
+def _start(connection: BrokerConnection, body: Any) -> InFlightRequest:
+    """Write ``body`` (a message, or a spec built at the connection's best version)."""
+    if isinstance(body, RequestSpec):
+        body = _build_for(connection, body)
+    return connection.start(body)
 
 
 def _build_for(connection: BrokerConnection, spec: RequestSpec) -> Any:

@@ -250,33 +250,36 @@ class MirrorCoordinator:
         """Kick the partitions of ``topic`` this coordinator has business with: all of
         them when the topic changed, else the unsettled ones."""
         mirrored = bool(topic.configs.get(MIRROR_NAME))
-        me = self._broker.broker_id
         for p in topic.partitions:
             key = (topic.name, p.partition)
-            tracked = key in self.partitions
-            if not (mirrored or tracked):
-                continue
-            if changed or (not self._settled(key) and (tracked or p.leader == me)):
+            if changed:
+                if mirrored or key in self.partitions:
+                    self.kick(key)
+            elif self._unsettled_here(key, topic):
                 self.kick(key)
 
     def _sweep_unsettled(self, topics: Mapping[str, Any]) -> None:
-        """Kick again what a reconcile left unsettled; forget what is no longer ours."""
-        me = self._broker.broker_id
+        """Kick again what a reconcile left unsettled; forget what is settled or no longer
+        ours."""
         for key in list(self._unsettled):
-            if self._settled(key):
-                self._unsettled.discard(key)
-                continue
-            topic = topics.get(key[0])
-            ours = (
-                topic is not None
-                and key[1] < len(topic.partitions)
-                and bool(topic.configs.get(MIRROR_NAME))
-                and topic.partitions[key[1]].leader == me
-            )
-            if key in self.partitions or ours:
+            if self._unsettled_here(key, topics.get(key[0])):
                 self.kick(key)
             else:
                 self._unsettled.discard(key)
+
+    def _unsettled_here(self, key: Key, topic: Any) -> bool:
+        """``key`` is not settled and is this coordinator's business: tracked here, or a
+        partition of mirror topic ``topic`` that this broker leads."""
+        if self._settled(key):
+            return False
+        if key in self.partitions:
+            return True
+        return (
+            topic is not None
+            and key[1] < len(topic.partitions)
+            and bool(topic.configs.get(MIRROR_NAME))
+            and topic.partitions[key[1]].leader == self._broker.broker_id
+        )
 
     def _after_reconcile(self, key: Key) -> None:
         if self._settled(key):
