@@ -421,17 +421,20 @@ def _on_error(
 
 
 def _select_batches(
-    state: PartitionFetchState, response: FetchedPartition, epoch_limit: int
+    state: PartitionFetchState, response: FetchedPartition, epoch_limit: int, verify_crc: bool
 ) -> tuple[tuple[RawBatch, ...], str | None]:
     """The batches to append, and why the rest of the response is refused (if it is).
 
     The batches are those before the first that starts below the fetch offset, fails its
     CRC, or carries a leader epoch above ``epoch_limit`` (KAFKA-18723; a negative limit
     is unknown and checks nothing); under read_committed rules a batch reaching the LSO
-    ends them without a problem.
+    ends them without a problem. Without ``verify_crc`` the CRCs are checked only when
+    another problem refuses the rest, so that the reason given is still the first
+    problem in the order above.
     """
     selected: list[RawBatch] = []
     expected = state.fetch_offset
+    problem: str | None = None
     for batch in response.batches:
         if batch.last_offset < expected:
             continue
@@ -439,19 +442,32 @@ def _select_batches(
             selected, batch, expected, response.log_start_offset
         ):
             problem = f"batch {batch.base_offset}-{batch.last_offset} straddles offset {expected}"
-            return tuple(selected), problem
+            break
         if state.rules.read_committed and 0 <= response.last_stable_offset <= batch.last_offset:
             break
-        if not batch.is_valid():
-            return tuple(selected), f"batch at offset {batch.base_offset} fails its CRC"
+        if verify_crc and not batch.is_valid():
+            problem = crc_problem(batch)
+            break
         if 0 <= epoch_limit < batch.partition_leader_epoch:
-            return tuple(selected), (
-                f"batch at offset {batch.base_offset} has leader epoch "
+            problem = (
+                crc_problem(batch)
+                if not batch.is_valid()
+                else f"batch at offset {batch.base_offset} has leader epoch "
                 f"{batch.partition_leader_epoch} above the fetch's {epoch_limit}"
             )
+            break
         selected.append(batch)
         expected = batch.next_offset
-    return tuple(selected), None
+    if problem is not None and not verify_crc:
+        for index, batch in enumerate(selected):
+            if not batch.is_valid():
+                return tuple(selected[:index]), crc_problem(batch)
+    return tuple(selected), problem
+
+
+def crc_problem(batch: RawBatch) -> str:
+    """Why a batch whose CRC does not match its bytes is refused."""
+    return f"batch at offset {batch.base_offset} fails its CRC"
 
 
 def _holds_source_log_start(
@@ -474,6 +490,7 @@ def on_fetch_response(
     backoff_ms: int,
     high_watermark: int = 0,
     epoch_limit: int | None = None,
+    verify_crc: bool = True,
 ) -> FetchOutcome:
     """Turn one fetched partition into batches to append and the next state.
 
@@ -483,9 +500,15 @@ def on_fetch_response(
     the newest leader epoch a batch may carry, the fetch's current leader epoch unless
     the batches carry another cluster's epochs (a follower of a mirror partition).
 
+    Without ``verify_crc`` the caller checks every batch's CRC before appending it and
+    fails the partition on a mismatch, as the plan would; only rules that fail may leave
+    it to the caller (see :func:`_select_batches`).
+
     A refused batch fails the partition under rules that fail, and nothing is appended;
     otherwise the batches before it are appended and the partition backs off.
     """
+    if not verify_crc and not state.rules.fails:
+        raise ValueError(f"{state.rules.name} rules append the batches before a bad one")
     if state.phase is not FetchPhase.FETCHING or state.pending is not None:
         return FetchOutcome(state)
     if response.error is not ErrorCode.NONE:
@@ -506,7 +529,7 @@ def on_fetch_response(
         )
         return FetchOutcome(diverged, source_log_start_offset=source_start)
     limit = state.current_leader_epoch if epoch_limit is None else epoch_limit
-    selected, problem = _select_batches(state, response, limit)
+    selected, problem = _select_batches(state, response, limit, verify_crc)
     if problem is not None and state.rules.fails:
         return FetchOutcome(failed(state, problem))
     if problem is not None:

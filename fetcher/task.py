@@ -24,8 +24,11 @@ itself idle while the source reads. A response therefore moves its partitions' p
 at once, the next Fetch is written, and the batches are appended while the source
 answers it. There is still one Fetch in flight at a time, asked with offsets the plans
 already reached; an append that fails fails its partition, whose part of the next
-answer is then dropped. Anything else that touches the local log first appends what is
-waiting, so those appends are only ever behind by the one Fetch.
+answer is then dropped. Each batch's CRC is checked then, just before its append, and
+not while the plan picks the batches: a mismatch fails the partition with nothing of
+that answer appended, as the plan would, and the check no longer delays the next Fetch.
+Anything else that touches the local log first appends what is waiting, so those
+appends are only ever behind by the one Fetch.
 
 Partitions the broker's mirror replication quota throttles sit out the fetches while the
 quota is exceeded (``mirrorsim.fetcher.throttle``), as Kafka's replica fetchers do; the
@@ -66,6 +69,7 @@ from mirrorsim.fetcher.plan import (
     Truncate,
     TruncateFullyAndStartAt,
     Wait,
+    crc_problem,
     fetched_from_wire,
     next_action,
     on_epoch_end_offset,
@@ -75,7 +79,7 @@ from mirrorsim.fetcher.plan import (
 )
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota, TopicThrottle
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
-from mirrorsim.protocol.records.raw_batch import RawBatch
+from mirrorsim.protocol.records.raw_batch import RawBatch, first_corrupt
 from mirrorsim.protocol.uuids import ZERO_UUID
 
 log = logging.getLogger(__name__)
@@ -536,6 +540,7 @@ class MirrorFetcherTask:
             log_end_offset=partition_log.log_end_offset,
             now_ms=_now_ms(),
             backoff_ms=BACKOFF_MS,
+            verify_crc=False,
         )
         mp.state = outcome.state
         self._changed[key] = None
@@ -558,12 +563,17 @@ class MirrorFetcherTask:
             self._write(answer)
 
     def _write(self, answer: _Unwritten) -> None:
-        """Append one taken answer to the local log, unless its partition was let go."""
+        """Append one taken answer to the local log, unless its partition was let go; a
+        batch that fails its CRC fails the partition instead (the plan left the check here)."""
         mp, outcome = answer.mp, answer.outcome
         topic, partition = mp.topic, mp.partition
         if self.partitions.get((topic, partition)) is not mp:
             return
         if outcome.append:
+            corrupt = first_corrupt(outcome.append)
+            if corrupt is not None:
+                self._fail(mp, crc_problem(corrupt))
+                return
             try:
                 self._sink.append(topic, partition, list(outcome.append))
             except KafkaError as exc:

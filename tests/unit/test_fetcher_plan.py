@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -11,6 +12,7 @@ from mirrorsim.fetcher.plan import (
     Fail,
     Fetch,
     FetchedPartition,
+    FetchOutcome,
     FetchPhase,
     PartitionFetchState,
     QueryEpochEndOffset,
@@ -90,6 +92,40 @@ def test_bad_crc_fails_the_partition_and_appends_nothing() -> None:
     outcome = respond(state(), ok(batch(0), replace(corrupt, base_offset=1)))
     assert outcome.append == ()
     assert isinstance(next_action(outcome.state, 0), Fail)
+
+
+def _corrupt(offset: int) -> RawBatch:
+    good = batch(offset)
+    return RawBatch.from_bytes(good.data[:-1] + bytes([good.data[-1] ^ 1]))
+
+
+def _respond_unverified(s: PartitionFetchState, response: FetchedPartition) -> FetchOutcome:
+    return on_fetch_response(
+        s,
+        response,
+        epoch_entries=[],
+        log_end_offset=s.fetch_offset,
+        now_ms=0,
+        backoff_ms=100,
+        verify_crc=False,
+    )
+
+
+def test_unverified_crcs_are_left_to_the_caller() -> None:
+    outcome = _respond_unverified(state(), ok(batch(0), _corrupt(1)))
+    assert [b.base_offset for b in outcome.append] == [0, 1]
+    assert outcome.state.fetch_offset == 2
+
+
+def test_unverified_crcs_still_name_a_bad_batch_before_another_problem() -> None:
+    outcome = _respond_unverified(state(leader_epoch=3), ok(_corrupt(0), batch(1, epoch=4)))
+    assert outcome.append == ()
+    assert outcome.state.failure == "batch at offset 0 fails its CRC"
+
+
+def test_follower_rules_verify_every_crc() -> None:
+    with pytest.raises(ValueError):
+        _respond_unverified(state(rules=FOLLOWER_RULES), ok(batch(0)))
 
 
 def test_epoch_above_the_fetch_leader_epoch_fails() -> None:

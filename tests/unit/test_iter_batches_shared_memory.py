@@ -78,3 +78,20 @@ def test_data_batches_are_views_of_the_record_set_and_control_batches_are_bytes(
 def test_a_batch_shorter_than_its_header_is_corrupt() -> None:
     with pytest.raises(CorruptRecordError):
         list(iter_batches(struct.pack(">qi", 0, 10) + bytes(10), share_memory=True))
+
+
+@settings(max_examples=50)
+@given(specs=batch_specs)
+def test_each_batch_is_the_one_parsed_from_its_bytes(
+    specs: list[tuple[str, list[bytes], Compression]],
+) -> None:
+    records = _record_set(specs)
+    for batch in iter_batches(records, share_memory=True):
+        assert batch == RawBatch.from_bytes(bytes(batch.data))
+
+
+def test_a_batch_of_another_magic_is_refused() -> None:
+    data = bytearray(_data_batch(0, [b"v"], Compression.NONE).data)
+    data[16] = 1
+    with pytest.raises(CorruptRecordError, match="magic 1"):
+        list(iter_batches(bytes(data), share_memory=True))
