@@ -252,8 +252,12 @@ async def run(
             print("failing back", file=sys.stderr, flush=True)
             source_s["failback"] = await _fail_back(source, destination, topics, total)
     finally:
-        for cluster in (source, destination):
+        # The destination first: stopped after its source, it would spend the source's
+        # shutdown retrying every mirrored partition against a broker that is going away.
+        for cluster, seconds in ((destination, destination_s), (source, source_s)):
+            started = time.perf_counter()
             await cluster.stop()
+            seconds["stop"] = time.perf_counter() - started
     rows = [
         {"cluster": name, "seconds": {k: round(v, 1) for k, v in seconds.items()}}
         for name, seconds in (("source", source_s), ("destination", destination_s))
@@ -300,7 +304,9 @@ def render_markdown(results: list[dict[str, Any]], command: str) -> str:
         )
         + f" {first['cpus']} CPUs. Idle CPU: {first['idle_seconds']:.0f} s with the mirror "
         "running and nothing to copy. RSS per partition: the broker's RSS with the mirror "
-        "running less its RSS before any topic existed, over the partitions.",
+        "running less its RSS before any topic existed, over the partitions. Stop: a clean "
+        "stop (every log flushed and closed), the destination first, until the process "
+        "exited.",
         "",
         "| partitions | topics | cluster | seconds | RSS MiB | RSS bytes per partition "
         "| open fds | open segment files | fd limit | segment-file budget "

@@ -42,6 +42,7 @@ from mirrorsim.broker.group.share_sessions import ShareSessionCache
 from mirrorsim.broker.group.share_state_store import ShareStateStore
 from mirrorsim.broker.handlers.dispatcher import Dispatcher, preload_message_classes
 from mirrorsim.broker.handlers.metadata_cache import EncodedTopicCache
+from mirrorsim.broker.handlers.topic_config_entries import TopicConfigEntries
 from mirrorsim.broker.log import LogManager
 from mirrorsim.broker.log.file_handles import FileHandles, raise_descriptor_limit
 from mirrorsim.broker.log_format import current_broker
@@ -113,6 +114,8 @@ class Broker:
         self.metrics = BrokerMetrics()
         self.metadata_topic_cache = EncodedTopicCache()
         """The Metadata topic entries this broker answered with, encoded."""
+        self.topic_config_entries = TopicConfigEntries()
+        """The DescribeConfigs entries of topics this broker answered with, built."""
         self.server = Listeners.from_config(
             host,
             port,

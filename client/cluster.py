@@ -36,6 +36,7 @@ from mirrorsim.client.errors import (
     raise_for_error,
 )
 from mirrorsim.client.network_stats import NetworkStats
+from mirrorsim.client.shared_wait import wait_shared
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
 from mirrorsim.protocol.messages.constants import COORDINATOR_TYPE_MIRROR
@@ -146,6 +147,10 @@ class ClusterClient:
             config if isinstance(config, ClientConfig) else ClientConfig.from_properties(config)
         )
         self._metadata = ClusterMetadata(None, -1, {}, {})
+        self._last_metadata: tuple[Any, ClusterMetadata] | None = None
+        """The last Metadata response read and its view: a connection hands back the
+        very response it decoded before when the broker repeats it byte for byte
+        (``connection.REMEMBERED_ANSWERS``), and its view is then the same too."""
         self._connections: dict[int, BrokerConnection] = {}
         self.network = NetworkStats()
         """What every connection of this client carried (Kafka's client network metrics)."""
@@ -212,7 +217,12 @@ class ClusterClient:
         """
         names = None if topics is None else list(topics)
         response = await self.send_to_any(_metadata_spec(names))
-        fresh = _metadata_from_response(response)
+        last = self._last_metadata
+        if last is not None and last[0] is response:
+            fresh = last[1]
+        else:
+            fresh = _metadata_from_response(response)
+            self._last_metadata = (response, fresh)
         self._merge(fresh, names)
         return fresh
 
@@ -225,10 +235,10 @@ class ClusterClient:
             task = asyncio.create_task(self._connect(node_id), name=f"connect node {node_id}")
             self._connecting[node_id] = task
             task.add_done_callback(lambda done: self._connected(node_id, done))
-        return await asyncio.shield(task)
+        return await wait_shared(task)
 
     def _connected(self, node_id: int, task: asyncio.Task[BrokerConnection]) -> None:
-        """A connect is shared and shielded, so it outlives a caller that gave up on it
+        """A connect is shared (``wait_shared``), so it outlives a caller that gave up on it
         (a timeout); its failure is read here, where it is no news, instead of being
         logged as "Task exception was never retrieved" when the task is collected."""
         self._connecting.pop(node_id, None)

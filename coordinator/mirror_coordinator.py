@@ -71,6 +71,7 @@ from mirrorsim.coordinator.replica_truncation import (
 from mirrorsim.coordinator.source_clusters import SourceClusters
 from mirrorsim.coordinator.source_deletions import effective_mirror_name
 from mirrorsim.coordinator.source_pool import connection_settings
+from mirrorsim.coordinator.source_waits import SourceWaits
 from mirrorsim.coordinator.state_client import MirrorStateClient
 from mirrorsim.coordinator.state_machine import (
     ENTRY_ACTIONS,
@@ -150,6 +151,7 @@ class MirrorCoordinator:
             stored_sources.cluster_ids,
         )
         self.last_mirrored_epochs = LastMirroredEpochQueries(self.sources)
+        self.source_waits = SourceWaits(self._answers)
         self.fetchers = MirrorFetcherManager(
             broker_id=broker.broker_id,
             sink=self,
@@ -192,6 +194,7 @@ class MirrorCoordinator:
                 task.cancel()
             _, pending = await asyncio.wait(pending, timeout=RETRY_BACKOFF_S)
         await asyncio.gather(*tasks, return_exceptions=True)
+        await self.source_waits.close()
         await self.leader_epochs.close()
         await self.last_mirrored_epochs.close()
         await self.fetchers.shutdown()
@@ -260,8 +263,12 @@ class MirrorCoordinator:
 
     def _sweep_unsettled(self, topics: Mapping[str, Any]) -> None:
         """Kick again what a reconcile left unsettled; forget what is settled or no longer
-        ours."""
+        ours. A partition waiting for its source is left to wait: the sweep brings no news
+        of the source, and waking 100,000 of them every few seconds is the retry storm
+        ``source_waits`` exists to end."""
         for key in list(self._unsettled):
+            if self.source_waits.is_waiting(key):
+                continue
             if self._unsettled_here(key, topics.get(key[0])):
                 self.kick(key)
             else:
@@ -333,6 +340,7 @@ class MirrorCoordinator:
         if self._stopped:
             return
         self._dirty.add(key)
+        self.source_waits.wake(key)
         if key not in self._tasks:
             task = asyncio.get_running_loop().create_task(
                 self._reconcile(key), name=f"mirror partition {key[0]}-{key[1]}"
@@ -351,12 +359,31 @@ class MirrorCoordinator:
                     pass
             except _SOURCE_TROUBLE as exc:
                 log.warning("mirror partition %s-%d: %r; retrying", *key, exc)
+                kicked = key in self._dirty
                 self._dirty.add(key)
-                await asyncio.sleep(RETRY_BACKOFF_S)
+                await self._ride_out_source_trouble(key, kicked=kicked)
             except Exception:
                 log.exception("mirror partition %s-%d: reconcile failed; retrying", *key)
                 self._dirty.add(key)
                 await asyncio.sleep(RETRY_BACKOFF_S)
+
+    async def _ride_out_source_trouble(self, key: Key, *, kicked: bool) -> None:
+        """Wait ``RETRY_BACKOFF_S``, then until the mirror's source answers
+        (``source_waits``) or the partition is kicked: a source that is down is probed
+        once per mirror, not retried by every partition. A partition kicked while its
+        step ran (a failover asked for as it tried the source) retries after the first
+        wait alone: the kick's news is not yet acted on."""
+        status = self.partitions.get(key)
+        if status is None or kicked:
+            await asyncio.sleep(RETRY_BACKOFF_S)
+            return
+        await self.source_waits.wait(status.key.mirror, key, at_least_s=RETRY_BACKOFF_S)
+
+    async def _answers(self, mirror: str) -> None:
+        """One question to ``mirror``'s source (Metadata for no topics), for
+        ``source_waits``."""
+        client = await self.sources.client(mirror)
+        await client.refresh_metadata([])
 
     async def _step(self, key: Key) -> bool:
         """Take one transition for ``key``; False when nothing is left to do now."""

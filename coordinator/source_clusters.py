@@ -18,6 +18,7 @@ from typing import Any
 
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.client.errors import UnsupportedVersion, error_from_wire
+from mirrorsim.client.shared_wait import wait_shared
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import MirrorApiKey
 
@@ -77,7 +78,7 @@ class SourceClusters:
             )
             self._opening[mirror] = opening
             opening.add_done_callback(lambda task: self._opened(mirror, task))
-        return await asyncio.shield(opening)
+        return await wait_shared(opening)
 
     def _opened(self, mirror: str, attempt: asyncio.Task[ClusterClient]) -> None:
         """Forget the finished attempt. Its failure is its callers' to handle; it is read
@@ -137,7 +138,7 @@ class SourceClusters:
                 asyncio.to_thread(read), name="read stored source cluster ids"
             )
             self._stored_read.add_done_callback(_retrieve)
-        return await asyncio.shield(self._stored_read)
+        return await wait_shared(self._stored_read)
 
     async def close(self, mirror: str) -> None:
         client = self._clients.pop(mirror, None)

@@ -29,6 +29,7 @@ from typing import Any
 
 from mirrorsim.broker.metrics.mirror import MirrorMetrics
 from mirrorsim.client.cluster import ClusterClient
+from mirrorsim.client.shared_wait import wait_shared
 from mirrorsim.fetcher.fetch_session import Key
 from mirrorsim.fetcher.plan import fetcher_index
 from mirrorsim.fetcher.task import MirrorFetcherTask, MirrorPartition, MirrorSink
@@ -133,7 +134,7 @@ class MirrorFetcherManager:
             self._refreshing.add(refreshing)
             refreshing.add_done_callback(self._refreshing.discard)
         pending.topics.add(topic)
-        await asyncio.shield(pending.done)
+        await wait_shared(pending.done)
 
     async def _refresh(self, mirror: str, source: ClusterClient, pending: _MetadataRefresh) -> None:
         try:
@@ -173,7 +174,7 @@ class MirrorFetcherManager:
             )
             self._creating[key] = creating
             creating.add_done_callback(lambda _: self._creating.pop(key, None))
-        return await asyncio.shield(creating)
+        return await wait_shared(creating)
 
     async def _new_fetcher(self, key: FetcherKey, source: ClusterClient) -> MirrorFetcherTask:
         client = ClusterClient(

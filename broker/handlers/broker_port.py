@@ -19,6 +19,7 @@ from mirrorsim.broker.group.share_sessions import ShareSessionCache
 from mirrorsim.broker.group.share_state_store import ShareStateStore
 from mirrorsim.broker.handlers.metadata_cache import EncodedTopicCache
 from mirrorsim.broker.handlers.mirror_ports import MirrorCoordinatorView, MirrorLifecyclePort
+from mirrorsim.broker.handlers.topic_config_entries import TopicConfigEntries
 from mirrorsim.broker.metadata.controller import MetadataController
 from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.store import MetadataStore
@@ -84,6 +85,9 @@ class HandlerBroker(Protocol):
 
     @property
     def metadata_topic_cache(self) -> EncodedTopicCache: ...
+
+    @property
+    def topic_config_entries(self) -> TopicConfigEntries: ...
 
     @property
     def mirrors(self) -> MirrorCoordinatorView: ...

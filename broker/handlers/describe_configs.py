@@ -46,8 +46,10 @@ from mirrorsim.broker.metadata.group_configs import group_configs
 from mirrorsim.broker.metadata.mirror_configs import describe_mirror_configs
 from mirrorsim.broker.metadata.store import CLUSTER_DEFAULT
 from mirrorsim.protocol.acl import AclOperation
+from mirrorsim.protocol.builder import build_nested
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import DESCRIBE_CONFIGS_MIRROR_VERSION
+from mirrorsim.protocol.registry import response_class
 
 DESCRIBE_CONFIGS_KEY = 32
 _FROM_SNAPSHOT = frozenset({ConfigResourceType.TOPIC, ConfigResourceType.BROKER})
@@ -68,16 +70,50 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             if unsupported is not None:
                 raise unsupported
             await _authorize(ctx, resource.resource_type, resource.resource_name)
-            values = await _describe(ctx.broker, resource.resource_type, resource.resource_name)
+            keys = resource.configuration_keys
+            if resource.resource_type == ConfigResourceType.TOPIC:
+                configs = await _topic_configs(ctx, resource.resource_name, keys, include_synonyms)
+            else:
+                values = await _describe(ctx.broker, resource.resource_type, resource.resource_name)
+                configs = _entries(values, keys, include_synonyms)
         except KafkaError as exc:
             results.append({**entry, **error_fields(exc), "configs": []})
             continue
-        keys = resource.configuration_keys
-        if keys is not None:
-            values = [v for v in values if v.name in keys]
-        configs = [_entry(v, include_synonyms) for v in values]
         results.append({**entry, **error_fields(None), "configs": configs})
     return respond(body, {"throttle_time": NO_THROTTLE, "results": results})
+
+
+async def _topic_configs(
+    ctx: RequestContext, name: str, keys: tuple[str, ...] | None, include_synonyms: bool
+) -> tuple[Any, ...]:
+    """The topic's config entries, built once per distinct overrides and kept
+    (``topic_config_entries``): a mirror's sync describes every mirrored topic each cycle."""
+    record = await current_topic(ctx.broker, name)
+    if record is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    layers = ctx.broker.config_layers()
+    version = ctx.header.api_version
+    keys = None if keys is None else tuple(keys)
+
+    def build() -> tuple[Any, ...]:
+        cls = response_class(DESCRIBE_CONFIGS_KEY, version)
+        values = resolve_topic_config(record.configs, layers)
+        return tuple(
+            build_nested(cls, ("results", "configs"), entry)
+            for entry in _entries(values, keys, include_synonyms)
+        )
+
+    return ctx.broker.topic_config_entries.entries(
+        version, include_synonyms, keys, record.configs, layers, build
+    )
+
+
+def _entries(
+    values: list[ConfigValue], keys: tuple[str, ...] | None, include_synonyms: bool
+) -> list[dict[str, Any]]:
+    if keys is not None:
+        values = [v for v in values if v.name in keys]
+    return [_entry(v, include_synonyms) for v in values]
 
 
 async def _bring_up_to_date(broker: HandlerBroker) -> None:
@@ -103,11 +139,6 @@ async def _describe(broker: HandlerBroker, resource_type: int, name: str) -> lis
     if resource_type == ConfigResourceType.GROUP:
         overrides = await asyncio.to_thread(group_configs, broker.store, group_name(name))
         return describe_group_configs(overrides)
-    if resource_type == ConfigResourceType.TOPIC:
-        record = await current_topic(broker, name)
-        if record is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-        return resolve_topic_config(record.configs, broker.config_layers())
     layers = broker.config_layers()
     if resource_type == ConfigResourceType.BROKER:
         if name == CLUSTER_DEFAULT:

@@ -383,8 +383,12 @@ class ReplicaManager:
     # -- ISR --------------------------------------------------------------------------
 
     def maybe_shrink_isr(self, lag_time_max_ms: int) -> None:
-        """Kafka's ISR expiration: drop followers that have not caught up for too long."""
-        for partition in list(self._partitions.values()):
+        """Kafka's ISR expiration: drop followers that have not caught up for too long.
+
+        Only partitions with followers can shrink; the rest (every partition of a
+        single-broker cluster, 100,000 of them at scale) are passed by in the walk
+        itself instead of costing two calls each every few seconds."""
+        for partition in [p for p in self._partitions.values() if p.followers]:
             self._maybe_change_isr(partition, partition.isr_to_shrink(lag_time_max_ms))
 
     def _maybe_change_isr(self, partition: Partition, new_isr: tuple[int, ...] | None) -> None:
