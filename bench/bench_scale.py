@@ -326,6 +326,15 @@ def render_markdown(results: list[dict[str, Any]], command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def parse_sizes(parser: argparse.ArgumentParser, sizes: str, partitions: int) -> list[int]:
+    """``--sizes`` as numbers of partitions, each a positive multiple of ``partitions``
+    (the partitions per topic), or the parser's one-line error."""
+    parsed = [int(size) for size in sizes.split(",")]
+    if any(size <= 0 or size % partitions for size in parsed):
+        parser.error(f"every size must be a positive multiple of --partitions {partitions}")
+    return parsed
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m mirrorsim.bench.bench_scale")
     parser.add_argument(
@@ -341,9 +350,7 @@ def main(argv: list[str] | None = None) -> None:
         help="no records, no failover or failback: idle CPU, memory and descriptors only",
     )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    sizes = [int(size) for size in args.sizes.split(",")]
-    if any(size <= 0 or size % args.partitions for size in sizes):
-        parser.error(f"every size must be a positive multiple of --partitions {args.partitions}")
+    sizes = parse_sizes(parser, args.sizes, args.partitions)
     command = (
         "python -m mirrorsim.bench.bench_scale "
         f"--sizes {args.sizes} --partitions {args.partitions} --idle-seconds {args.idle_seconds:g}"

@@ -32,6 +32,7 @@ from mirrorsim.bench.bench_scale import (
     _mirror_everything,
     _pid,
     create_topics,
+    parse_sizes,
 )
 from mirrorsim.broker.cluster import ClusterSpec
 from mirrorsim.broker.supervisor import ProcessCluster
@@ -103,9 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", type=int, default=100, help="partitions per topic")
     parser.add_argument("--seconds", type=float, default=40.0)
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    sizes = [int(size) for size in args.sizes.split(",")]
-    if any(size <= 0 or size % args.partitions for size in sizes):
-        parser.error(f"every size must be a positive multiple of --partitions {args.partitions}")
+    sizes = parse_sizes(parser, args.sizes, args.partitions)
     command = (
         "python -m mirrorsim.bench.bench_source_down "
         f"--sizes {args.sizes} --partitions {args.partitions} --seconds {args.seconds:g}"

@@ -9,6 +9,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaProducer
 
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
 from mirrorsim.protocol.records import RawBatch, Record, build_batch
 
@@ -70,6 +72,21 @@ async def produce(
             await future
     finally:
         await producer.stop()
+
+
+async def mirror_new_topic(
+    source: Any, destination: Any, topic: str, partitions: int, wait_for: Any
+) -> None:
+    """Create ``topic`` on the source with two records per partition, mirror it to the
+    destination (mirror ``MIRROR``) and wait until every partition is copied."""
+    async with Admin(bootstrap=source.bootstrap) as admin:
+        (await admin.create_topics([NewTopic(topic, partitions, 1)])).all()
+    await produce(source.bootstrap, topic, 2 * partitions, partitions=partitions)
+    async with Admin(bootstrap=destination.bootstrap) as admin:
+        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
+        (await admin.add_topics_to_mirror(MIRROR, [topic])).all()
+    for p in range(partitions):
+        await wait_for(lambda p=p: mirrored_up_to(source, destination, topic, p), timeout=20)
 
 
 async def produce_error_code(

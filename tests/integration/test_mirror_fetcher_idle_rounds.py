@@ -12,10 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from helpers.mirrors import MIRROR, MIRROR_CONFIGS, broker_of, mirrored_up_to, produce
+from helpers.mirrors import MIRROR_CONFIGS, broker_of, mirror_new_topic, mirrored_up_to, produce
 
-from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
 from mirrorsim.fetcher import task as fetcher_task
 from mirrorsim.fetcher.fetch_session import FetchSessionHandler
 from mirrorsim.fetcher.plan import FetchAction, PartitionFetchState
@@ -53,14 +51,7 @@ async def test_idle_rounds_ask_no_partition_and_a_write_asks_only_its_partition(
 ) -> None:
     source = await start_cluster("primary", configs=MIRROR_CONFIGS)
     destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
-    async with Admin(bootstrap=source.bootstrap) as admin:
-        (await admin.create_topics([NewTopic("idle", PARTITIONS, 1)])).all()
-    await produce(source.bootstrap, "idle", 2 * PARTITIONS, partitions=PARTITIONS)
-    async with Admin(bootstrap=destination.bootstrap) as admin:
-        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-        (await admin.add_topics_to_mirror(MIRROR, ["idle"])).all()
-    for p in range(PARTITIONS):
-        await wait_for(lambda p=p: mirrored_up_to(source, destination, "idle", p), timeout=20)
+    await mirror_new_topic(source, destination, "idle", PARTITIONS, wait_for)
     fetchers = broker_of(destination).mirrors.fetchers.fetchers
     assert [sorted(task.partitions) for task in fetchers.values()] == [
         [("idle", p) for p in range(PARTITIONS)]

@@ -15,14 +15,12 @@ from helpers.mirrors import (
     MIRROR,
     MIRROR_CONFIGS,
     broker_of,
+    mirror_new_topic,
     mirror_state,
-    mirrored_up_to,
-    produce,
 )
 from helpers.replication import stop
 
 from mirrorsim.client import Admin
-from mirrorsim.client.admin_types import NewTopic
 
 PARTITIONS = 4
 _RETRY = re.compile(r"mirror partition (orders-\d+): .*; retrying")
@@ -33,16 +31,7 @@ async def test_partitions_wait_for_a_down_source_and_still_fail_over(
 ) -> None:
     source = await start_cluster("primary", configs=MIRROR_CONFIGS)
     destination = await start_cluster("backup", configs=MIRROR_CONFIGS)
-    async with Admin(bootstrap=source.bootstrap) as admin:
-        (await admin.create_topics([NewTopic("orders", PARTITIONS, 1)])).all()
-    await produce(source.bootstrap, "orders", 3 * PARTITIONS, partitions=PARTITIONS)
-    async with Admin(bootstrap=destination.bootstrap) as admin:
-        await admin.create_mirror(MIRROR, {"bootstrap.servers": source.bootstrap})
-        (await admin.add_topics_to_mirror(MIRROR, ["orders"])).all()
-    for partition in range(PARTITIONS):
-        await wait_for(
-            lambda p=partition: mirrored_up_to(source, destination, "orders", p), timeout=20
-        )
+    await mirror_new_topic(source, destination, "orders", PARTITIONS, wait_for)
     caplog.set_level(logging.WARNING)
     await stop(source, broker_of(source).broker_id)
 
