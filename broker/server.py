@@ -51,7 +51,7 @@ from mirrorsim.broker.metadata.group_configs import group_configs
 from mirrorsim.broker.metadata.models import BrokerRegistration
 from mirrorsim.broker.metadata.offset_store import SqlOffsetStore
 from mirrorsim.broker.metadata.share_state_store import SqlShareStateStore
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, MetadataStoreUnavailable
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
@@ -511,6 +511,10 @@ class Broker:
                 started = time.monotonic()
                 try:
                     await work()
+                except MetadataStoreUnavailable as exc:
+                    # Out of descriptors or a database that went away: one line, as the
+                    # request paths report it; the job runs again at its next interval.
+                    log.error("broker %d: job %r failed: %s", self.broker_id, name, exc)
                 except Exception:
                     log.exception("broker %d: job %r failed", self.broker_id, name)
                 log.debug(
