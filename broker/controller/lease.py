@@ -23,6 +23,8 @@ from sqlalchemy import (
     update,
 )
 
+from mirrorsim.broker.metadata.store import transaction
+
 LEASE_ROW = 1
 NO_CONTROLLER = -1
 
@@ -61,7 +63,7 @@ class ControllerLease:
 
     def acquire_or_renew(self, broker_id: int, now_ms: int, timeout_ms: int) -> LeaseState:
         """Take the lease if it is free or expired, renew it if it is ours; the row after."""
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             current = _read(conn)
             if current is None:
                 fresh = LeaseState(broker_id, 1, now_ms + timeout_ms)

@@ -85,6 +85,19 @@ class MetadataStoreUnavailable(ConnectionError):
     treat it as the I/O failure it is, retried by the next cycle and reported in one line."""
 
 
+@contextmanager
+def transaction(engine: Engine) -> Iterator[Connection]:
+    """One transaction on ``engine``; a database that cannot be connected to or begun on
+    (out of descriptors, gone) raises ``MetadataStoreUnavailable`` (statement errors
+    inside stay as they are), which the broker reports in one line."""
+    with contextlib.ExitStack() as stack:
+        try:
+            conn = stack.enter_context(engine.begin())
+        except DBAPIError as exc:
+            raise _unavailable(engine.url, exc) from exc
+        yield conn
+
+
 def _unavailable(url: URL, exc: DBAPIError) -> MetadataStoreUnavailable:
     shown = url.render_as_string(hide_password=True)
     reason = str(exc.orig).strip().splitlines()[0] if exc.orig else str(exc)
@@ -203,13 +216,7 @@ class MetadataStore:
 
     @contextmanager
     def _tx(self) -> Iterator[Connection]:
-        """One transaction; a database that cannot be connected to or begun on raises
-        ``MetadataStoreUnavailable`` (statement errors inside stay as they are)."""
-        with contextlib.ExitStack() as stack:
-            try:
-                conn = stack.enter_context(self.engine.begin())
-            except DBAPIError as exc:
-                raise _unavailable(self.engine.url, exc) from exc
+        with transaction(self.engine) as conn:
             yield conn
 
     # cluster and brokers

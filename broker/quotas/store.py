@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from sqlalchemy import and_, delete, select
 
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 from mirrorsim.broker.quotas.entity import Entity
 
 QuotaChanges = Mapping[Entity, Mapping[str, float | None]]
@@ -30,7 +30,7 @@ def decode_entity(text: str) -> Entity:
 def client_quotas(store: MetadataStore) -> dict[Entity, dict[str, float]]:
     table = schema.client_quotas
     quotas: dict[Entity, dict[str, float]] = {}
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         for row in conn.execute(select(table)):
             quotas.setdefault(decode_entity(row.entity), {})[row.key] = float(row.value)
     return quotas
