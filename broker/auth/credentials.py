@@ -12,7 +12,7 @@ from sqlalchemy import and_, delete, select
 
 from mirrorsim.broker.auth.scram import ScramCredential
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 
 def _b64(data: bytes) -> str:
@@ -23,7 +23,7 @@ def upsert_scram_credential(
     store: MetadataStore, username: str, mechanism: str, credential: ScramCredential
 ) -> None:
     table = schema.scram_credentials
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         conn.execute(
             delete(table).where(and_(table.c.username == username, table.c.mechanism == mechanism))
         )
@@ -42,7 +42,7 @@ def upsert_scram_credential(
 def delete_scram_credential(store: MetadataStore, username: str, mechanism: str) -> bool:
     """Whether a credential existed (Kafka answers RESOURCE_NOT_FOUND otherwise)."""
     table = schema.scram_credentials
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         result = conn.execute(
             delete(table).where(and_(table.c.username == username, table.c.mechanism == mechanism))
         )
@@ -51,7 +51,7 @@ def delete_scram_credential(store: MetadataStore, username: str, mechanism: str)
 
 def scram_credential(store: MetadataStore, username: str, mechanism: str) -> ScramCredential | None:
     table = schema.scram_credentials
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         row = conn.execute(
             select(table).where(and_(table.c.username == username, table.c.mechanism == mechanism))
         ).first()
@@ -69,7 +69,7 @@ def scram_users(store: MetadataStore) -> dict[str, list[tuple[str, int]]]:
     """username -> [(mechanism, iterations)], for DescribeUserScramCredentials."""
     table = schema.scram_credentials
     users: dict[str, list[tuple[str, int]]] = {}
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         for row in conn.execute(select(table).order_by(table.c.username, table.c.mechanism)):
             users.setdefault(row.username, []).append((row.mechanism, int(row.iterations)))
     return users

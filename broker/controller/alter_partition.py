@@ -20,6 +20,7 @@ from sqlalchemy import Connection, Engine, and_, select, update
 from mirrorsim.broker.controller.lease import holds_lease
 from mirrorsim.broker.metadata import change_counter, schema
 from mirrorsim.broker.metadata.models import BrokerRegistration, PartitionAssignment
+from mirrorsim.broker.metadata.store import transaction
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
 NO_BROKER_EPOCH = -1
@@ -48,7 +49,7 @@ class PartitionWriter:
         fence: ControllerFence | None = None,
     ) -> bool:
         """Write ``new`` if the row still equals ``expected`` (and the fence holds)."""
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             if fence is not None and not holds_lease(
                 conn, fence.broker_id, fence.controller_epoch, fence.now_ms
             ):
@@ -75,7 +76,7 @@ class PartitionWriter:
         that re-registered (a new incarnation, fenced) after the leader last saw it cannot
         slip into the ISR with a log its old incarnation had.
         """
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             current = _read(conn, topic, partition)
             if current is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -145,7 +146,7 @@ def unfence(
     """Clear the fence of one incarnation (still the registered one). ``fence``: the
     controller's, refused once it lost the lease; None for a broker clearing its own
     fence, which is safe only when it holds no role (roles never grow while fenced)."""
-    with engine.begin() as conn:
+    with transaction(engine) as conn:
         if fence is not None and not holds_lease(
             conn, fence.broker_id, fence.controller_epoch, fence.now_ms
         ):

@@ -58,7 +58,7 @@ class LeaseState:
 class ControllerLease:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        with engine.begin() as conn:
+        with transaction(engine) as conn:
             lease_metadata.create_all(conn, checkfirst=True)
 
     def acquire_or_renew(self, broker_id: int, now_ms: int, timeout_ms: int) -> LeaseState:
@@ -95,7 +95,7 @@ class ControllerLease:
 
     def release(self, broker_id: int, controller_epoch: int) -> None:
         """Give the lease up at once (clean shutdown) so a successor need not wait it out."""
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             conn.execute(
                 update(controller_lease)
                 .where(
@@ -107,7 +107,7 @@ class ControllerLease:
             )
 
     def current(self) -> LeaseState | None:
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             return _read(conn)
 
 

@@ -8,12 +8,12 @@ from collections.abc import Callable
 from sqlalchemy import delete, select
 
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 
 def group_configs(store: MetadataStore, group_id: str) -> dict[str, str]:
     table = schema.group_configs
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         rows = conn.execute(select(table).where(table.c.group_id == group_id))
         return {row.name: row.value for row in rows}
 
@@ -25,7 +25,7 @@ def alter_group_configs(
     alterations of one group cannot lose each other's keys; an exception from ``change``
     stores nothing."""
     table = schema.group_configs
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         rows = conn.execute(select(table).where(table.c.group_id == group_id))
         configs = change({row.name: row.value for row in rows})
         conn.execute(delete(table).where(table.c.group_id == group_id))

@@ -18,7 +18,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 
 class MirrorSourceClusters:
@@ -28,7 +28,7 @@ class MirrorSourceClusters:
     def cluster_ids(self) -> dict[str, str]:
         """``{mirror: source cluster id}`` of every mirror that has connected once."""
         table = schema.mirror_source_clusters
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             return {row.mirror: row.cluster_id for row in conn.execute(select(table))}
 
     def record(self, mirror: str, cluster_id: str) -> str:
@@ -39,7 +39,7 @@ class MirrorSourceClusters:
         mirror (deleted meanwhile) raises KeyError.
         """
         table = schema.mirror_source_clusters
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             row = conn.execute(select(table.c.cluster_id).where(table.c.mirror == mirror)).first()
             if row is not None:
                 return str(row.cluster_id)

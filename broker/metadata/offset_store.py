@@ -11,7 +11,7 @@ from sqlalchemy import Row, delete, select, tuple_
 
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 Key = TypeVar("Key")
 
@@ -55,7 +55,7 @@ class SqlOffsetStore:
 
     def _load_all(self) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         result: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             for row in conn.execute(select(schema.group_offsets)):
                 result.setdefault(row.group_id, {})[TopicPartition(row.topic, row.partition)] = (
                     _committed(row)
@@ -64,7 +64,7 @@ class SqlOffsetStore:
 
     def _load_group(self, group_id: str) -> dict[TopicPartition, CommittedOffset]:
         table = schema.group_offsets
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             rows = conn.execute(select(table).where(table.c.group_id == group_id))
             return {TopicPartition(row.topic, row.partition): _committed(row) for row in rows}
 
@@ -73,7 +73,7 @@ class SqlOffsetStore:
     ) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         table = schema.group_offsets
         result: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             for chunk in _chunks(group_ids, ROWS_PER_STATEMENT):
                 for row in conn.execute(select(table).where(table.c.group_id.in_(chunk))):
                     result.setdefault(row.group_id, {})[
@@ -98,7 +98,7 @@ class SqlOffsetStore:
         if not latest:
             return
         table = schema.group_offsets
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             for keys in _chunks(list(latest), ROWS_PER_STATEMENT):
                 conn.execute(
                     delete(table).where(
@@ -125,7 +125,7 @@ class SqlOffsetStore:
         if not partitions:
             return
         table = schema.group_offsets
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             conn.execute(
                 delete(table).where(
                     table.c.group_id == group_id,
@@ -137,7 +137,7 @@ class SqlOffsetStore:
 
     def _delete_group(self, group_id: str) -> None:
         table = schema.group_offsets
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             conn.execute(delete(table).where(table.c.group_id == group_id))
 
 

@@ -46,7 +46,7 @@ from mirrorsim.broker.group.share_state_store import (
     take_over_rows,
 )
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 Key = TypeVar("Key")
 
@@ -137,7 +137,7 @@ class SqlShareStateStore:
 
     def _initialize(self, key: ShareStateKey, snapshot: ShareSnapshot, leader_epoch: int) -> bool:
         table = schema.share_group_states
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             _require_partitions(conn, [key])
             if _stored(conn, [key]):
                 return False
@@ -145,7 +145,7 @@ class SqlShareStateStore:
             return True
 
     def _read(self, key: ShareStateKey) -> ShareSnapshot | None:
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             row = _stored(conn, [key]).get(key)
             return None if row is None else row.snapshot
 
@@ -153,32 +153,32 @@ class SqlShareStateStore:
         self, take_overs: list[tuple[ShareStateKey, int]]
     ) -> list[ShareSnapshot | None]:
         keys = list(dict.fromkeys(key for key, _ in take_overs))
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             found, changed = take_over_rows(_stored(conn, keys), take_overs)
             _replace(conn, changed)
             return found
 
     def _write_many(self, writes: list[ShareStateWrite]) -> None:
         keys = list(dict.fromkeys(write.key for write in writes))
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             _require_partitions(conn, keys)
             _replace(conn, apply_writes(_stored(conn, keys), writes))
 
     def _reset_start(self, key: ShareStateKey, start_offset: int) -> None:
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             _require_partitions(conn, [key])
             _replace(conn, reset_rows(_stored(conn, [key]), [(key, start_offset)]))
 
     def _read_group(self, group_id: str) -> dict[TopicIdPartition, ShareSnapshot]:
         table = schema.share_group_states
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             return {
                 TopicIdPartition(uuid.UUID(row.topic_id), row.partition): _snapshot(row)
                 for row in conn.execute(select(table).where(table.c.group_id == group_id))
             }
 
     def _delete(self, where: ColumnElement[bool]) -> None:
-        with self._store.engine.begin() as conn:
+        with transaction(self._store.engine) as conn:
             conn.execute(delete(schema.share_group_states).where(where))
 
 

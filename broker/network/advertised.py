@@ -15,7 +15,7 @@ from typing import Any
 from sqlalchemy import delete, select
 
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 
 Endpoint = tuple[str, int]
 
@@ -24,7 +24,7 @@ def register_listeners(
     store: MetadataStore, broker_id: int, endpoints: dict[str, Endpoint]
 ) -> None:
     table = schema.broker_listeners
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         conn.execute(delete(table).where(table.c.broker_id == broker_id))
         conn.execute(
             table.insert(),
@@ -37,7 +37,7 @@ def register_listeners(
 
 def _load_listeners(store: MetadataStore) -> dict[tuple[int, str], Endpoint]:
     table = schema.broker_listeners
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         return {
             (row.broker_id, row.listener): (row.host, row.port)
             for row in conn.execute(select(table))

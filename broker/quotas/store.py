@@ -39,7 +39,7 @@ def client_quotas(store: MetadataStore) -> dict[Entity, dict[str, float]]:
 def alter_client_quotas(store: MetadataStore, changes: QuotaChanges) -> None:
     """Apply every change in one transaction: a request's accepted entities land together."""
     table = schema.client_quotas
-    with store.engine.begin() as conn:
+    with transaction(store.engine) as conn:
         for entity, ops in changes.items():
             encoded = encode_entity(entity)
             for key, value in ops.items():

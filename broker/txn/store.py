@@ -20,7 +20,7 @@ from sqlalchemy import Connection, Row, and_, delete, select, update
 
 from mirrorsim.broker.group.offset_store import CommittedOffset, TopicPartition
 from mirrorsim.broker.metadata import schema
-from mirrorsim.broker.metadata.store import MetadataStore
+from mirrorsim.broker.metadata.store import MetadataStore, transaction
 from mirrorsim.broker.txn.state import TxnMetadata, TxnState
 
 _EPOCH_ROW = 0
@@ -36,7 +36,7 @@ class TxnStore:
 
     def next_coordinator_epoch(self) -> int:
         table = schema.txn_coordinator_epoch
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             row = conn.execute(select(table.c.epoch).where(table.c.id == _EPOCH_ROW)).first()
             epoch = 0 if row is None else int(row[0]) + 1
             if row is None:
@@ -47,21 +47,21 @@ class TxnStore:
 
     def get(self, transactional_id: str) -> TxnMetadata | None:
         table = schema.transactions
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             row = conn.execute(
                 select(table).where(table.c.transactional_id == transactional_id)
             ).first()
         return None if row is None else _from_row(row)
 
     def all(self) -> list[TxnMetadata]:
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             return [_from_row(row) for row in conn.execute(select(schema.transactions))]
 
     def replace(self, expected: TxnMetadata | None, new: TxnMetadata) -> None:
         """Write ``new`` if the stored row is still ``expected`` (absent when None)."""
         table = schema.transactions
         values = _to_values(new)
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             if expected is None:
                 exists = conn.execute(
                     select(table.c.transactional_id).where(
@@ -88,7 +88,7 @@ class TxnStore:
         self, producer_id: int, group_id: str, offsets: Mapping[TopicPartition, CommittedOffset]
     ) -> None:
         table = schema.txn_pending_offsets
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             for tp, offset in offsets.items():
                 key = and_(
                     table.c.producer_id == producer_id,
@@ -111,13 +111,13 @@ class TxnStore:
 
     def pending_offsets(self, producer_id: int) -> dict[str, dict[TopicPartition, CommittedOffset]]:
         table = schema.txn_pending_offsets
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             return _group_rows(conn, table.c.producer_id == producer_id)
 
     def pending_partitions(self, group_id: str) -> set[TopicPartition]:
         """Partitions of a group with an offset waiting on a transaction (require_stable)."""
         table = schema.txn_pending_offsets
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             rows = conn.execute(
                 select(table.c.topic, table.c.partition).where(table.c.group_id == group_id)
             )
@@ -125,7 +125,7 @@ class TxnStore:
 
     def drop_pending_offsets(self, producer_id: int, group_ids: list[str]) -> None:
         table = schema.txn_pending_offsets
-        with self._engine.begin() as conn:
+        with transaction(self._engine) as conn:
             conn.execute(
                 delete(table).where(
                     table.c.producer_id == producer_id, table.c.group_id.in_(group_ids)
