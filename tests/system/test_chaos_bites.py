@@ -215,12 +215,20 @@ async def test_the_shrunk_remove_while_preparing_replays_as_a_drill(
 ) -> None:
     """The failback of defect 1 as a drill file: with the defect put back the replay fails
     on the invariant; ``chaos_state_leader_down`` takes down the source's state
-    coordinator on fresh clusters too."""
+    coordinator on fresh clusters too.
+
+    Replayed up to ``CONFIRM_RUNS`` times, as a shrunk schedule is confirmed: the schedule
+    needs the failback's add answered within the step's retry bound, and on a loaded
+    machine it once was not (the step counts an unanswered add as refused, the remove
+    that follows finds nothing to remove, and that replay has nothing to violate)."""
     _put_back_remove_waiting_for_preparing(monkeypatch)
     path = tmp_path / "violation.yaml"
     path.write_text(yaml.safe_dump(scenario_document(REMOVE_WHILE_PREPARING, CLUSTER_CONFIGS, "")))
-    result = await run_drill(load_scenario(path), tmp_path / "report")
-    assert result.error is None
+    for attempt in range(CONFIRM_RUNS):
+        result = await run_drill(load_scenario(path), tmp_path / f"report-{attempt}")
+        assert result.error is None
+        if not result.passed:
+            break
     assert not result.passed
     assert SETTLES in result.results["chaos_violations"]
     assert any("still PREPARING" in d for d in result.results["chaos_details"])
