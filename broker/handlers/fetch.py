@@ -15,6 +15,7 @@ gets an empty response with the throttle time and its connection is muted for th
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -80,14 +81,12 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
     denied = await fetch_denials(ctx, list(readable), follower=params.is_from_follower)
     allowed = {key: fetch for key, fetch in readable.items() if key not in denied}
     stale = _stale_incarnation(ctx, params)
-    outcomes: dict[FetchKey, FetchOutcome] = {
-        **denied,
-        **(
-            dict.fromkeys(allowed, stale)
-            if stale is not None
-            else dict(await manager.fetch(params, allowed, _reading_changed(context)))
-        ),
-    }
+    read = (
+        dict.fromkeys(allowed, stale)
+        if stale is not None
+        else await _read(ctx, manager, params, context, allowed, denied)
+    )
+    outcomes: dict[FetchKey, FetchOutcome] = {**denied, **read}
     for key in to_read:
         if not key.topic:
             outcomes[key] = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
@@ -114,6 +113,45 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             "responses": _topic_responses(manager, included, outcomes),
         },
     )
+
+
+async def _read(
+    ctx: RequestContext,
+    manager: ReplicaManager,
+    params: FetchParams,
+    context: FetchContext,
+    allowed: dict[FetchKey, PartitionFetch],
+    denied: dict[FetchKey, KafkaError],
+) -> dict[FetchKey, FetchOutcome]:
+    """Read ``allowed``, parking up to the request's wait. A session that reads only its
+    changed partitions ends the wait when one of its settled partitions changes; that
+    partition is then authorized and read in this same request, and the wait goes on for
+    what is left of it while ``min_bytes`` are not there, as Kafka, which reads every
+    partition of a session, waits for them across the whole session. (Answering at once
+    with what the first read found, and leaving the changed partition to the next Fetch,
+    made every record in a partition that had gone quiet cost a second round trip, and
+    an empty answer: 45% of a live mirror's Fetches.) ``allowed`` and ``denied`` grow
+    with the partitions read this way."""
+    session = _reading_changed(context)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + params.max_wait_ms / 1000
+    read = await manager.fetch(params, allowed, session)
+    while session is not None and session.woken:
+        more = {
+            key: fetch
+            for key, fetch in context.partitions().items()
+            if key.topic and key not in allowed and key not in denied
+        }
+        if not more:
+            break
+        refused = await fetch_denials(ctx, list(more), follower=False)
+        denied.update(refused)
+        allowed.update((key, fetch) for key, fetch in more.items() if key not in refused)
+        remaining_ms = max(0, int((deadline - loop.time()) * 1000))
+        read = await manager.fetch(
+            dataclasses.replace(params, max_wait_ms=remaining_ms), allowed, session
+        )
+    return dict(read)
 
 
 def _reading_changed(context: FetchContext) -> FetchSession | None:

@@ -326,8 +326,8 @@ class ReplicaManager:
         are ready, or when any partition has an error or a diverging epoch. ``session``: the
         request reads only the changed partitions of its fetch session; "nothing asked"
         then means an empty session, and a settled partition of the session that changes
-        while the request is parked ends the wait, so that the next request reads it (this
-        one's authorization covered only ``partitions``).
+        while the request is parked ends the wait, so that the Fetch handler, which
+        authorizes partitions, can add it to the read and wait on.
         """
         outcomes = self._read_all(params, partitions)
         if params.is_from_follower:
