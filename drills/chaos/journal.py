@@ -138,6 +138,13 @@ class ChaosJournal:
                 return True
         return False
 
+    def still_mirrored(self, cluster: str, topic: str) -> bool:
+        """Whether this schedule added ``topic`` to a mirror on ``cluster`` (answered or
+        not) and no accepted remove came after the last such add."""
+        started = [s.step for s in self.starts if (s.cluster, s.topic) == (cluster, topic)]
+        removed = [r.step for r in self.removes if (r.cluster, r.topic) == (cluster, topic)]
+        return bool(started) and max(started) > max(removed, default=-1)
+
     def mirror_of(self, cluster: str, topic: str) -> MirrorStart | None:
         """The latest mirror start of ``topic`` on ``cluster``."""
         matching = [s for s in self.starts if s.cluster == cluster and s.topic == topic]

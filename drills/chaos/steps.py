@@ -372,16 +372,25 @@ async def chaos_grant_acl(
     except REFUSALS:
         entry.refused += 1
         return
-    if await _writable_side(ctx, cluster, topic):
+    if await _writable_side(ctx, entry, cluster, topic):
         entry.acls.append(Grant(entry.step, cluster, topic, "acl", principal))
 
 
-async def _writable_side(ctx: DrillContext, cluster: str, topic: str) -> bool:
+async def _writable_side(ctx: DrillContext, entry: ChaosJournal, cluster: str, topic: str) -> bool:
     """Whether ``topic`` on ``cluster`` is seen out of every mirror's hands (STOPPED or
     never mirrored): only there must what an operator grants survive the sync. A remove
     that was refused, a partition without a leader, or a shrunk schedule may leave a
-    grant where the topic is still mirrored; the sync may undo that."""
-    return await _state_or_none(ctx.cluster(cluster), topic) in (None, "STOPPED")
+    grant where the topic is still mirrored; the sync may undo that.
+
+    No mirror state is not enough for "never mirrored": DescribeMirrors lists what each
+    leader serves, and a leader that has just come back (its broker restored) may not
+    serve the partition yet, while ``mirror.name`` is internal and not described. So
+    the journal decides then: a topic this schedule added to a mirror on ``cluster``
+    (answered or not) with no accepted remove after it is still mirrored."""
+    state = await _state_or_none(ctx.cluster(cluster), topic)
+    if state == "STOPPED":
+        return True
+    return state is None and not entry.still_mirrored(cluster, topic)
 
 
 @_counted
@@ -399,7 +408,7 @@ async def chaos_alter_config(
     except REFUSALS:
         entry.refused += 1
         return
-    if await _writable_side(ctx, cluster, topic):
+    if await _writable_side(ctx, entry, cluster, topic):
         entry.configs.append(Grant(entry.step, cluster, topic, "retention.ms", value))
 
 

@@ -1,7 +1,7 @@
 """Rules of the chaos check that decide what it may expect: which removes promise that the
 destination equals the source below their MIRROR_PID_RESET (only those that stopped a
 copy, and below which offset), and which config grants must survive (only the last
-alter of a topic)."""
+alter of a topic), and where a grant counts as made on the writable side."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from mirrorsim.drills.chaos.invariants import (
     stopped_a_copy,
     watched_configs,
 )
-from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, RemoveRecord
+from mirrorsim.drills.chaos.journal import ChaosJournal, Grant, MirrorStart, RemoveRecord
 from mirrorsim.drills.chaos.observe import UNANSWERED, LogRecords, batch_digests
 from mirrorsim.protocol.records import RawBatch, Record, build_batch
 
@@ -126,3 +126,19 @@ def test_a_source_cut_by_a_later_failback_is_compared_only_as_far_as_it_copied_b
     assert source_holds_below(refilled, 5, source_mirrored_since=True) == 2
     assert source_holds_below(_log_of(()), 5, source_mirrored_since=True) == 0
     assert source_holds_below(refilled, 5, source_mirrored_since=False) == 5
+
+
+def test_a_topic_added_and_not_removed_since_is_still_mirrored() -> None:
+    """Seed 26, schedule 56: the remove on ``b`` was refused (its partition had no
+    leader), ``b``'s broker came back and did not serve the partition yet, so
+    DescribeMirrors reported no mirror for it; a grant made then is not on the writable
+    side, and the sync rightly took it away."""
+    entry = ChaosJournal()
+    assert not entry.still_mirrored("b", "t")
+    entry.starts.append(MirrorStart(1, "b", "m", "a", "t"))
+    assert entry.still_mirrored("b", "t")
+    assert not entry.still_mirrored("a", "t")
+    entry.removes.append(RemoveRecord(3, "b", "t", 5))
+    assert not entry.still_mirrored("b", "t")
+    entry.starts.append(MirrorStart(4, "b", "m", "a", "t", confirmed=False))
+    assert entry.still_mirrored("b", "t")
