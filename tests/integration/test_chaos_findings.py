@@ -35,6 +35,7 @@ _NAMED = {
     "chaos_grant_acl": ("topic",),
     "chaos_produce": ("topic",),
     "chaos_alter_config": ("topic",),
+    "chaos_state_leader_down": ("topic", "mirror"),
 }
 
 
@@ -73,6 +74,29 @@ async def test_grants_after_a_refused_remove_are_not_counted_as_the_operators() 
         ("chaos_grant_acl", {"cluster": "b", "principal": "User:app"}),
         ("chaos_produce", {"cluster": "b", "records": 3}),
         ("chaos_alter_config", {"cluster": "b", "retention_ms": 3_600_000}),
+    )
+    async with Explorer() as explorer:
+        outcome = await explorer.run(schedule)
+    assert outcome.error is None
+    assert outcome.violations == []
+
+
+async def test_a_grant_right_after_the_replicas_broker_is_back_is_not_the_operators() -> None:
+    """Seed 26, schedule 56: the remove is refused while the topic's only replica is down,
+    that broker comes back, and a produce (refused) and a grant follow. The restored leader did not
+    serve the partition yet, so DescribeMirrors reported no mirror for it, and the check
+    counted the grant as the operator's; the sync then rightly took it away
+    (acls-survive). The schedule's own adds and removes now decide that case."""
+    schedule = _schedule(
+        "restored-leader",
+        ("chaos_state_leader_down", {"cluster": "b"}),
+        ("chaos_remove", {"cluster": "b"}),
+        ("chaos_restore", {"cluster": "b"}),
+        ("chaos_produce", {"cluster": "b", "records": 3}),
+        ("chaos_grant_acl", {"cluster": "b", "principal": "User:new-producer"}),
+        ("chaos_state_leader_down", {"cluster": "a"}),
+        ("chaos_produce", {"cluster": "b", "records": 3}),
+        ("chaos_broker_down", {"cluster": "b", "broker": 2}),
     )
     async with Explorer() as explorer:
         outcome = await explorer.run(schedule)
