@@ -355,9 +355,7 @@ async def _sampled_run(
     watcher = asyncio.create_task(watch())
     try:
         run = await _run_producer(source.bootstrap, TOPIC, rate_mb_s, seconds)
-        final: dict[int, int] = {}
-        for p, end, _ in run.acks:
-            final[p] = max(end, final.get(p, end))
+        final = _acknowledged_ends(run)
         await _until(
             lambda: all(reached[p] and reached[p][-1][1] >= end for p, end in final.items()),
             CATCH_UP_TIMEOUT_S,
@@ -375,11 +373,17 @@ async def _sampled_run(
     return run, lags, scheduling
 
 
-async def _caught_up(destination: ClusterRunner, run: ProducerRun) -> None:
-    """Wait until the destination holds every batch ``run`` had acknowledged."""
+def _acknowledged_ends(run: ProducerRun) -> dict[int, int]:
+    """Per partition, the end offset of the last batch ``run`` had acknowledged."""
     final: dict[int, int] = {}
     for p, end, _ in run.acks:
         final[p] = max(end, final.get(p, end))
+    return final
+
+
+async def _caught_up(destination: ClusterRunner, run: ProducerRun) -> None:
+    """Wait until the destination holds every batch ``run`` had acknowledged."""
+    final = _acknowledged_ends(run)
     logs = {p: leader_log(destination, TOPIC, p) for p in final}
     await _until(
         lambda: all(logs[p].log_end_offset >= end for p, end in final.items()),

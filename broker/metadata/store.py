@@ -214,10 +214,8 @@ class MetadataStore:
     def close(self) -> None:
         self.engine.dispose()
 
-    @contextmanager
-    def _tx(self) -> Iterator[Connection]:
-        with transaction(self.engine) as conn:
-            yield conn
+    def _tx(self) -> contextlib.AbstractContextManager[Connection]:
+        return transaction(self.engine)
 
     # cluster and brokers
 
