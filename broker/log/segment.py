@@ -33,6 +33,9 @@ _SCAN_CHUNK = 1 << 16
 _IOV_MAX = 1024
 _MAX_TRANSLATIONS = 64
 """Remembered offset lookups per segment: a few readers per partition, each at one offset."""
+_APPEND_STARTS = 8
+"""The first batches of a segment's latest appends, kept because a caught-up reader's
+next Fetch asks for exactly one of them."""
 _INT32_MAX = 2**31 - 1
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
@@ -157,6 +160,7 @@ class LogSegment:
         self.rolling_timestamp: int | None = None
         self._bytes_since_index_entry = 0
         self._translations: dict[int, BatchHeader] = {}
+        self._append_starts: dict[int, BatchHeader] = {}
 
     # -- opening -------------------------------------------------------------------------
 
@@ -268,7 +272,7 @@ class LogSegment:
             with self._file as fd:
                 os.ftruncate(fd, position)
             self.size = position
-            self._translations.clear()
+            self._forget_positions()
         # The aborts flushed before a crash stay; the log indexes the later ones again
         # when it replays producer state (PartitionLog._load).
         self.txn_index = TransactionIndex.load(self.txn_index.path)
@@ -318,6 +322,7 @@ class LogSegment:
         if self.rolling_timestamp is None:
             self.rolling_timestamp = items[0].max_timestamp
         position = self.size
+        self._remember_append_start(items[0].pieces, position)
         since_entry = self._bytes_since_index_entry
         interval = self.index_interval_bytes
         max_timestamp, offset_of_max = self.max_timestamp, self.offset_of_max_timestamp
@@ -334,6 +339,30 @@ class LogSegment:
         self.next_offset = items[-1].last_offset + 1
         self._bytes_since_index_entry = since_entry
         self.size = position
+
+    def _remember_append_start(self, pieces: Sequence[bytes | memoryview], position: int) -> None:
+        """Keep the header of an append's first batch, as written, for the reader that asks
+        for it next: a follower or consumer at the log end reads from exactly there, and
+        finding it otherwise costs a read of the file through the offset index."""
+        head = pieces[0]
+        if len(head) < HEADER_SIZE:
+            joined = bytearray()
+            for piece in pieces:
+                joined += piece[: HEADER_SIZE - len(joined)]
+                if len(joined) == HEADER_SIZE:
+                    break
+            head = joined
+        if len(head) < HEADER_SIZE:
+            return
+        header = parse_header(head, 0, position)
+        starts = self._append_starts
+        if len(starts) >= _APPEND_STARTS:
+            del starts[next(iter(starts))]
+        starts[header.base_offset] = header
+
+    def _forget_positions(self) -> None:
+        self._translations.clear()
+        self._append_starts.clear()
 
     def _index_batch(self, position: int, size: int, last_offset: int, max_timestamp: int) -> None:
         if self.rolling_timestamp is None:
@@ -408,7 +437,7 @@ class LogSegment:
         no room in a size-limited Fetch asks for the same offset again in the next one,
         and appends never move a batch that is already written.
         """
-        known = self._translations.get(offset)
+        known = self._append_starts.get(offset) or self._translations.get(offset)
         if known is not None:
             return known
         _, position = self.offset_index.lookup(offset)
@@ -468,7 +497,7 @@ class LogSegment:
         with self._file as fd:
             os.ftruncate(fd, position)
         self.size = position
-        self._translations.clear()
+        self._forget_positions()
         self.offset_index.truncate_to_position(position)
         self.time_index.truncate_to_offset(first_removed.base_offset)
         self.txn_index.truncate_to(first_removed.base_offset)

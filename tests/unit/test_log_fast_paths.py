@@ -148,3 +148,69 @@ def test_a_read_after_a_truncation_sees_the_new_batches_at_a_remembered_offset(
             expected = [b.data for b in kept + new if b.last_offset >= start]
             assert [b.data for b in iter_batches(log.read(start, 1 << 20).records)] == expected
         log.close()
+
+
+def append_in_pieces(log: PartitionLog, batches: list[RawBatch], cuts: list[int]) -> None:
+    """Append ``batches`` as several follower appends, split before each index in ``cuts``."""
+    bounds = [0, *sorted({c for c in cuts if 0 < c < len(batches)}), len(batches)]
+    for start, stop in zip(bounds, bounds[1:], strict=False):
+        log.append_as_follower(batches[start:stop])
+
+
+@SETTINGS
+@given(
+    before=batch_shapes,
+    after=batch_shapes,
+    data=st.data(),
+)
+def test_reads_at_append_starts_stay_right_across_truncations(
+    before: list[tuple[int, int, int, int]],
+    after: list[tuple[int, int, int, int]],
+    data: st.DataObject,
+) -> None:
+    """A segment keeps where its latest appends began; a cut must forget them, or a new
+    batch at an offset an old append began at would be read from the old position."""
+    old = source_batches(before)
+    cut = data.draw(st.integers(0, old[-1].last_offset), label="cut")
+    cuts = st.lists(st.integers(1, 30), max_size=6)
+    with tempfile.TemporaryDirectory() as tmp:
+        log = PartitionLog.open(Path(tmp) / "t-0", config(1 << 20, segment_ms=1 << 30))
+        append_in_pieces(log, old, data.draw(cuts, label="old cuts"))
+        log.truncate_to(cut)
+        kept = [b for b in old if b.last_offset < log.log_end_offset]
+        for start in range(0, log.log_end_offset + 1):
+            expected = [b.data for b in kept if b.last_offset >= start]
+            assert [b.data for b in iter_batches(log.read(start, 1 << 20).records)] == expected
+        offset = log.log_end_offset
+        new = [b.with_base_offset(b.base_offset + offset) for b in source_batches(after)]
+        append_in_pieces(log, new, data.draw(cuts, label="new cuts"))
+        for start in range(0, log.log_end_offset):
+            expected = [b.data for b in kept + new if b.last_offset >= start]
+            assert [b.data for b in iter_batches(log.read(start, 1 << 20).records)] == expected
+        log.close()
+
+
+def test_a_read_from_where_the_last_append_began_reads_the_file_once(tmp_path: Path) -> None:
+    """A caught-up follower or consumer asks for exactly the first offset of the next
+    append; the segment knows where that batch is without a lookup through the index."""
+    batches = source_batches([(2, 200, 1, 0)] * 12)
+    log = PartitionLog.open(tmp_path / "t-0", config(1 << 20, segment_ms=1 << 30))
+    log.append_as_follower(batches[:6])
+    log.append_as_leader(
+        [b.with_base_offset(0) for b in source_batches([(3, 300, 1, 0)] * 2)], leader_epoch=0
+    )
+    segment = log.active_segment
+    reads: list[tuple[int, int]] = []
+    read_at = segment.read_at
+
+    def counted(position: int, size: int) -> bytes:
+        reads.append((position, size))
+        return read_at(position, size)
+
+    segment.read_at = counted  # type: ignore[method-assign]
+    start = batches[5].next_offset
+    result = log.read(start, 1 << 20)
+    assert [b.last_offset_delta for b in iter_batches(result.records)] == [2, 2]
+    assert result.first_offset == start
+    assert len(reads) == 1
+    log.close()
