@@ -160,7 +160,7 @@ class LogSegment:
         self.rolling_timestamp: int | None = None
         self._bytes_since_index_entry = 0
         self._translations: dict[int, BatchHeader] = {}
-        self._append_starts: dict[int, BatchHeader] = {}
+        self._append_starts: dict[int, tuple[int, bytearray]] = {}
 
     # -- opening -------------------------------------------------------------------------
 
@@ -322,7 +322,7 @@ class LogSegment:
         if self.rolling_timestamp is None:
             self.rolling_timestamp = items[0].max_timestamp
         position = self.size
-        self._remember_append_start(items[0].pieces, position)
+        self._remember_append_start(items[0], position)
         since_entry = self._bytes_since_index_entry
         interval = self.index_interval_bytes
         max_timestamp, offset_of_max = self.max_timestamp, self.offset_of_max_timestamp
@@ -340,25 +340,23 @@ class LogSegment:
         self._bytes_since_index_entry = since_entry
         self.size = position
 
-    def _remember_append_start(self, pieces: Sequence[bytes | memoryview], position: int) -> None:
-        """Keep the header of an append's first batch, as written, for the reader that asks
-        for it next: a follower or consumer at the log end reads from exactly there, and
-        finding it otherwise costs a read of the file through the offset index."""
-        head = pieces[0]
-        if len(head) < HEADER_SIZE:
-            joined = bytearray()
-            for piece in pieces:
-                joined += piece[: HEADER_SIZE - len(joined)]
-                if len(joined) == HEADER_SIZE:
-                    break
-            head = joined
-        if len(head) < HEADER_SIZE:
+    def _remember_append_start(self, item: AppendItem, position: int) -> None:
+        """Keep where an append's first batch went, and its header bytes as written, for
+        the reader that asks for it next: a follower or consumer at the log end reads from
+        exactly there, and finding it otherwise costs a read of the file through the
+        offset index. The header is parsed only if asked for; most appends are not read
+        from their start (a mirror's log, with no consumer yet)."""
+        head = bytearray()
+        for piece in item.pieces:
+            head += piece[: HEADER_SIZE - len(head)]
+            if len(head) == HEADER_SIZE:
+                break
+        else:
             return
-        header = parse_header(head, 0, position)
         starts = self._append_starts
         if len(starts) >= _APPEND_STARTS:
             del starts[next(iter(starts))]
-        starts[header.base_offset] = header
+        starts[item.base_offset] = (position, head)
 
     def _forget_positions(self) -> None:
         self._translations.clear()
@@ -437,7 +435,10 @@ class LogSegment:
         no room in a size-limited Fetch asks for the same offset again in the next one,
         and appends never move a batch that is already written.
         """
-        known = self._append_starts.get(offset) or self._translations.get(offset)
+        start = self._append_starts.get(offset)
+        if start is not None:
+            return parse_header(start[1], 0, start[0])
+        known = self._translations.get(offset)
         if known is not None:
             return known
         _, position = self.offset_index.lookup(offset)
