@@ -205,6 +205,9 @@ class Broker:
             self._periodic(
                 "isr expiration", "replica.lag.time.max.ms", self._expire_isr, fraction=0.5
             ),
+            self._periodic(
+                "log retention", "log.retention.check.interval.ms", self._delete_old_segments
+            ),
         ]
         log.info(
             "broker %d of cluster %s ready on %s", self.broker_id, self.cluster_id, self.bootstrap
@@ -376,6 +379,11 @@ class Broker:
 
     async def _expire_isr(self) -> None:
         self.replica_manager.maybe_shrink_isr(int(self.config("replica.lag.time.max.ms")))
+
+    async def _delete_old_segments(self) -> None:
+        deleted = await self.replica_manager.delete_old_segments()
+        if deleted:
+            log.info("broker %d: log retention deleted %d segments", self.broker_id, deleted)
 
     async def _controlled_shutdown(self) -> None:
         """Runs once unregistered: hand the lease over, then wait (at most a session

@@ -53,6 +53,9 @@ from mirrorsim.protocol.records.raw_batch import RawBatch
 
 log = logging.getLogger(__name__)
 
+RETENTION_SLICE = 1000
+"""Partitions a retention pass checks between two turns of the event loop."""
+
 
 def storage_error(exc: OSError) -> KafkaError:
     """An append that failed on the file system (out of descriptors, disk full): Kafka's
@@ -390,6 +393,28 @@ class ReplicaManager:
         itself instead of costing two calls each every few seconds."""
         for partition in [p for p in self._partitions.values() if p.followers]:
             self._maybe_change_isr(partition, partition.isr_to_shrink(lag_time_max_ms))
+
+    async def delete_old_segments(self, *, slice_size: int = RETENTION_SLICE) -> int:
+        """Kafka's log retention pass over every partition this broker holds, leader or
+        follower: segments below the log start (DeleteRecords, a leader's moved start) and,
+        under ``cleanup.policy=delete``, those past ``retention.ms`` or ``retention.bytes``.
+
+        It runs on the event loop, which owns the logs, ``slice_size`` partitions at a
+        time so a broker with 100,000 of them keeps answering requests. A partition whose
+        files cannot be deleted goes offline, as a failed append takes it."""
+        deleted = 0
+        partitions = list(self._partitions.items())
+        for start in range(0, len(partitions), slice_size):
+            if start:
+                await asyncio.sleep(0)
+            for key, partition in partitions[start : start + slice_size]:
+                if self._partitions.get(key) is not partition:
+                    continue
+                try:
+                    deleted += partition.log.delete_old_segments()
+                except OSError as exc:
+                    self._take_offline(key, exc)
+        return deleted
 
     def _maybe_change_isr(self, partition: Partition, new_isr: tuple[int, ...] | None) -> None:
         """Write one ISR change at a time per partition; the metadata refresh applies it."""
