@@ -45,6 +45,7 @@ CLUSTER_CONFIGS: dict[str, object] = {
     "broker.session.timeout.ms": 1500,
     "group.initial.rebalance.delay.ms": 0,
     "shutdown.drain.timeout.ms": 200,
+    "log.retention.check.interval.ms": 500,
 }
 
 
