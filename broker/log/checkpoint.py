@@ -12,6 +12,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from mirrorsim.broker.log.shutdown_sync import DeferredRenames
+
 CHECKPOINT_VERSION = 0
 
 
@@ -19,15 +21,26 @@ class CheckpointFormatError(ValueError):
     pass
 
 
-def write_checkpoint(path: Path, entries: list[tuple[int, ...]], *, sync: bool = True) -> None:
+def write_checkpoint(
+    path: Path,
+    entries: list[tuple[int, ...]],
+    *,
+    sync: bool = True,
+    deferred: DeferredRenames | None = None,
+) -> None:
+    """With ``deferred`` (a clean shutdown) the temporary file is left for
+    ``ShutdownSync`` to sync and rename together with every other log's."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(v) for v in entry) for entry in entries)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(("\n".join(lines) + "\n").encode())
-        if sync:
+        if sync and deferred is None:
             f.flush()
             os.fsync(f.fileno())
+    if deferred is not None:
+        deferred.replace(tmp, path)
+        return
     os.replace(tmp, path)
 
 

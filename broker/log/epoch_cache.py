@@ -35,6 +35,7 @@ from mirrorsim.broker.log.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
+from mirrorsim.broker.log.shutdown_sync import DeferredRenames
 
 UNDEFINED_EPOCH = -1
 UNDEFINED_EPOCH_OFFSET = -1
@@ -180,11 +181,17 @@ class LeaderEpochFileCache:
         self._entries = []
         self._write(sync=True)
 
-    def flush(self) -> None:
-        """Make the checkpoint durable; the log calls this before moving its recovery point."""
+    def flush(self, deferred: DeferredRenames | None = None) -> None:
+        """Make the checkpoint durable; the log calls this before moving its recovery point
+        (at a clean shutdown, through ``deferred``)."""
         if self._dirty:
-            self._write(sync=True)
+            self._write(sync=True, deferred=deferred)
 
-    def _write(self, *, sync: bool) -> None:
-        write_checkpoint(self._path, [(e.epoch, e.start_offset) for e in self._entries], sync=sync)
+    def _write(self, *, sync: bool, deferred: DeferredRenames | None = None) -> None:
+        write_checkpoint(
+            self._path,
+            [(e.epoch, e.start_offset) for e in self._entries],
+            sync=sync,
+            deferred=deferred,
+        )
         self._dirty = not sync

@@ -17,6 +17,7 @@ from pathlib import Path
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.file_handles import FileHandles
 from mirrorsim.broker.log.partition_log import PartitionLog
+from mirrorsim.broker.log.shutdown_sync import ShutdownSync
 
 logger = logging.getLogger(__name__)
 
@@ -108,13 +109,35 @@ class LogManager:
         return dict(self._logs)
 
     def close(self) -> None:
-        """Close every log; one that cannot be closed (out of descriptors, disk error) is
-        reported in one line and left without its clean-shutdown marker, so the next
+        """Close every log with one sync of the file system for all of them
+        (``ShutdownSync``); a log that cannot be closed (out of descriptors, disk error)
+        is reported in one line and left without its clean-shutdown marker, so the next
         start recovers it from its segments, and the others still close."""
         self.handles.close_idle()
-        for (topic, partition), log in self._logs.items():
+        shutdown = ShutdownSync()
+        closed: dict[tuple[str, int], PartitionLog] = {}
+        for key, log in self._logs.items():
             try:
-                log.close()
+                log.close_deferred(shutdown.for_owner(key))
             except OSError as exc:
-                logger.warning("log %s-%d not closed cleanly: %s", topic, partition, exc)
+                _not_closed(key, exc)
+            else:
+                closed[key] = log
         self._logs.clear()
+        try:
+            failed = shutdown.commit()
+        except OSError as exc:
+            logger.warning("logs not closed cleanly: the file system sync failed: %s", exc)
+            return
+        for key, log in closed.items():
+            if key in failed:
+                _not_closed(key, failed[key])
+                continue
+            try:
+                log.mark_clean_shutdown()
+            except OSError as exc:
+                _not_closed(key, exc)
+
+
+def _not_closed(key: tuple[str, int], exc: OSError) -> None:
+    logger.warning("log %s-%d not closed cleanly: %s", key[0], key[1], exc)

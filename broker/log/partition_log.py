@@ -68,6 +68,7 @@ from mirrorsim.broker.log.segment import (
     LogSegment,
     SegmentArgs,
 )
+from mirrorsim.broker.log.shutdown_sync import DeferredRenames
 from mirrorsim.broker.log.txn_index import AbortedTxn, CompletedAbort
 from mirrorsim.protocol.records import CorruptRecordError as CodecCorruptRecordError
 from mirrorsim.protocol.records import (
@@ -618,14 +619,20 @@ class PartitionLog:
         ):
             self.flush()
 
-    def flush(self) -> None:
-        """fsync everything up to the LEO (and pending epoch cache truncations first)."""
-        if self._metadata_unsynced:
+    def flush(self, deferred: DeferredRenames | None = None) -> None:
+        """fsync everything up to the LEO (and pending epoch cache truncations first).
+
+        With ``deferred`` (a clean shutdown) nothing is fsynced here: the files are
+        written and ``ShutdownSync`` syncs them all at once before any rename it holds."""
+        if self._metadata_unsynced and deferred is None:
             sync_partition_metadata(self.dir)
-            self._metadata_unsynced = False
-        self.epoch_cache.flush()
+        self._metadata_unsynced = False
+        self.epoch_cache.flush(deferred)
         for segment in self.segments[self._segment_index(self.recovery_point) :]:
-            segment.flush()
+            if deferred is None:
+                segment.flush()
+            else:
+                segment.flush_indexes(fsync=False)
         self.recovery_point = self.log_end_offset
         self._unflushed_messages = 0
         self._last_flush_ms = self._now_ms()
@@ -894,21 +901,30 @@ class PartitionLog:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def _write_offset_checkpoints(self) -> None:
-        _write_single(self.dir / RECOVERY_POINT_FILE, self.recovery_point)
-        _write_single(self.dir / LOG_START_FILE, self.log_start_offset)
-        _write_single(self.dir / HIGH_WATERMARK_FILE, self.high_watermark)
+    def _write_offset_checkpoints(self, deferred: DeferredRenames | None = None) -> None:
+        _write_single(self.dir / RECOVERY_POINT_FILE, self.recovery_point, deferred)
+        _write_single(self.dir / LOG_START_FILE, self.log_start_offset, deferred)
+        _write_single(self.dir / HIGH_WATERMARK_FILE, self.high_watermark, deferred)
 
     def close(self) -> None:
         if self._closed:
             return
-        self.flush()
-        self.producer_state.take_snapshot()
-        self._write_offset_checkpoints()
+        self.close_deferred(None)
+        self.mark_clean_shutdown()
+
+    def close_deferred(self, deferred: DeferredRenames | None) -> None:
+        """Write everything a clean close makes durable and close the files, but leave
+        the marker: with ``deferred`` the state is durable only once ``ShutdownSync``
+        commits, and only then may ``mark_clean_shutdown`` say so."""
+        self.flush(deferred)
+        self.producer_state.take_snapshot(deferred)
+        self._write_offset_checkpoints(deferred)
         for segment in self.segments:
             segment.close()
-        (self.dir / CLEAN_SHUTDOWN_FILE).touch()
         self._closed = True
+
+    def mark_clean_shutdown(self) -> None:
+        (self.dir / CLEAN_SHUTDOWN_FILE).touch()
 
     def delete(self) -> None:
         for segment in self.segments:
@@ -956,5 +972,5 @@ def _read_single(path: Path) -> int | None:
     return entries[0][0] if entries else None
 
 
-def _write_single(path: Path, value: int) -> None:
-    write_checkpoint(path, [(value,)])
+def _write_single(path: Path, value: int, deferred: DeferredRenames | None = None) -> None:
+    write_checkpoint(path, [(value,)], deferred=deferred)

@@ -34,6 +34,7 @@ from mirrorsim.broker.log.errors import (
     OutOfOrderSequenceError,
 )
 from mirrorsim.broker.log.segment import OFFSET_WIDTH
+from mirrorsim.broker.log.shutdown_sync import DeferredRenames
 from mirrorsim.protocol.records import ControlRecordType, RawBatch
 from mirrorsim.protocol.records.raw_batch import NO_PRODUCER_EPOCH, NO_SEQUENCE
 
@@ -283,8 +284,9 @@ class ProducerStateManager:
     def _snapshot_path(self, offset: int) -> Path:
         return self.directory / f"{offset:0{OFFSET_WIDTH}d}{SNAPSHOT_SUFFIX}"
 
-    def take_snapshot(self) -> None:
-        """Persist the state as of ``map_end_offset`` (atomically, fsynced)."""
+    def take_snapshot(self, deferred: DeferredRenames | None = None) -> None:
+        """Persist the state as of ``map_end_offset`` (atomically, fsynced; at a clean
+        shutdown the sync and rename are ``deferred``)."""
         body = json.dumps(
             {
                 "producers": [
@@ -308,8 +310,12 @@ class ProducerStateManager:
         tmp = path.with_name(path.name + ".tmp")
         with open(tmp, "wb") as f:
             f.write(_SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body)
-            f.flush()
-            os.fsync(f.fileno())
+            if deferred is None:
+                f.flush()
+                os.fsync(f.fileno())
+        if deferred is not None:
+            deferred.replace(tmp, path)
+            return
         os.replace(tmp, path)
 
     def load_latest_snapshot(self, at_or_below: int) -> bool:

@@ -50,7 +50,10 @@ class CheckpointWrites:
 
     versions: list[tuple[bytes, bool]] = field(default_factory=list)
 
-    def record(self, path: Path, entries: list[tuple[int, ...]], *, sync: bool) -> None:
+    def record(
+        self, path: Path, entries: list[tuple[int, ...]], *, sync: bool, deferred: Any = None
+    ) -> None:
+        assert deferred is None, "a log closed on its own syncs its own files"
         write_checkpoint(path, entries, sync=sync)
         self.versions.append((path.read_bytes(), sync))
 
