@@ -7,6 +7,7 @@ Both are checked against a straightforward reference on generated logs.
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 from pathlib import Path
 
@@ -153,7 +154,7 @@ def test_a_read_after_a_truncation_sees_the_new_batches_at_a_remembered_offset(
 def append_in_pieces(log: PartitionLog, batches: list[RawBatch], cuts: list[int]) -> None:
     """Append ``batches`` as several follower appends, split before each index in ``cuts``."""
     bounds = [0, *sorted({c for c in cuts if 0 < c < len(batches)}), len(batches)]
-    for start, stop in zip(bounds, bounds[1:], strict=False):
+    for start, stop in itertools.pairwise(bounds):
         log.append_as_follower(batches[start:stop])
 
 
