@@ -358,7 +358,7 @@ class MirrorCoordinator:
                 while not self._stopped and await self._step(key):
                     pass
             except _SOURCE_TROUBLE as exc:
-                log.warning("mirror partition %s-%d: %r; retrying", *key, exc)
+                log.log(self._trouble_level(key), "mirror partition %s-%d: %r; retrying", *key, exc)
                 kicked = key in self._dirty
                 self._dirty.add(key)
                 await self._ride_out_source_trouble(key, kicked=kicked)
@@ -366,6 +366,15 @@ class MirrorCoordinator:
                 log.exception("mirror partition %s-%d: reconcile failed; retrying", *key)
                 self._dirty.add(key)
                 await asyncio.sleep(RETRY_BACKOFF_S)
+
+    def _trouble_level(self, key: Key) -> int:
+        """A partition's failure against its source is a warning unless a probe of that
+        source already runs: then the probe's line counts it among those waiting, and
+        100,000 partitions of a source that went down log one line, not 100,000."""
+        status = self.partitions.get(key)
+        if status is not None and self.source_waits.probing(status.key.mirror):
+            return logging.DEBUG
+        return logging.WARNING
 
     async def _ride_out_source_trouble(self, key: Key, *, kicked: bool) -> None:
         """Wait ``RETRY_BACKOFF_S``, then until the mirror's source answers

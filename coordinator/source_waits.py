@@ -49,6 +49,11 @@ class SourceWaits:
     def is_waiting(self, key: Any) -> bool:
         return key in self._mirror_of
 
+    def probing(self, mirror: str) -> bool:
+        """Whether a probe already waits for ``mirror``'s source (and reports, in its own
+        line, how many partitions wait with it)."""
+        return mirror in self._probes
+
     async def wait(self, mirror: str, key: Any, *, at_least_s: float) -> None:
         """``at_least_s``, then until ``mirror``'s source answers a probe or ``key`` is
         woken (a wake or an answer during the first ``at_least_s`` counts)."""
