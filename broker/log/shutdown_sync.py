@@ -2,13 +2,13 @@
 
 Closing a log makes its state durable: the segments and their indexes, the producer
 snapshot, the leader-epoch checkpoint and three offset checkpoints, each written to a
-temporary file, fsynced and renamed over the old one. That is about nine fsyncs per
+temporary file, fsynced and renamed over the old one. That is eight or nine fsyncs per
 partition, a quarter of a millisecond each here, so 100,000 partitions took minutes to
 stop. Kafka keeps its offset checkpoints in one file per log directory; this layout keeps
 them per partition, so the cost is paid here instead, once for all of them:
 
 1. every log writes what it would have fsynced, its replacements as temporary files
-   (``ShutdownSync.replace`` keeps the rename for later);
+   (``DeferredRenames.replace`` keeps the rename for later);
 2. one ``os.sync()`` makes all of it durable;
 3. the renames, then a second ``os.sync()``, make them durable too;
 4. only then does each log get its clean-shutdown marker.
