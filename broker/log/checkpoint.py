@@ -28,13 +28,20 @@ def write_checkpoint(
     sync: bool = True,
     deferred: DeferredRenames | None = None,
 ) -> None:
-    """With ``deferred`` (a clean shutdown) the temporary file is left for
-    ``ShutdownSync`` to sync and rename together with every other log's."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines.extend(" ".join(str(v) for v in entry) for entry in entries)
+    replace_file(path, ("\n".join(lines) + "\n").encode(), sync=sync, deferred=deferred)
+
+
+def replace_file(
+    path: Path, data: bytes, *, sync: bool = True, deferred: DeferredRenames | None = None
+) -> None:
+    """Write ``data`` to a temporary file beside ``path`` and rename it over ``path``,
+    fsynced first with ``sync``. With ``deferred`` (a clean shutdown) the temporary file
+    is left for ``ShutdownSync`` to sync and rename together with every other log's."""
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
-        f.write(("\n".join(lines) + "\n").encode())
+        f.write(data)
         if sync and deferred is None:
             f.flush()
             os.fsync(f.fileno())

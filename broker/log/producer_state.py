@@ -19,7 +19,6 @@ every batch below ``offset`` so that opening a log replays only the tail.
 from __future__ import annotations
 
 import json
-import os
 import struct
 from collections import deque
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import crc32c
 
+from mirrorsim.broker.log.checkpoint import replace_file
 from mirrorsim.broker.log.errors import (
     DuplicateSequenceError,
     InvalidProducerEpochError,
@@ -306,17 +306,11 @@ class ProducerStateManager:
             },
             separators=(",", ":"),
         ).encode()
-        path = self._snapshot_path(self.map_end_offset)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(_SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body)
-            if deferred is None:
-                f.flush()
-                os.fsync(f.fileno())
-        if deferred is not None:
-            deferred.replace(tmp, path)
-            return
-        os.replace(tmp, path)
+        replace_file(
+            self._snapshot_path(self.map_end_offset),
+            _SNAPSHOT_HEADER.pack(SNAPSHOT_VERSION, crc32c.crc32c(body)) + body,
+            deferred=deferred,
+        )
 
     def load_latest_snapshot(self, at_or_below: int) -> bool:
         """Load the newest readable snapshot at or below an offset; False if there is none.
