@@ -63,6 +63,7 @@ from mirrorsim.broker.quotas.rate import WindowConfig
 from mirrorsim.broker.quotas.store import client_quotas
 from mirrorsim.broker.replica import ReplicaManager
 from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
+from mirrorsim.broker.replica.log_cleaner import LogCleaner
 from mirrorsim.broker.share.manager import ShareLimits, SharePartitionManager
 from mirrorsim.broker.share.settings import ShareGroupSettingsCache
 from mirrorsim.broker.txn.service import TransactionService
@@ -209,6 +210,10 @@ class Broker:
                 "log retention", "log.retention.check.interval.ms", self._delete_old_segments
             ),
         ]
+        if self.config("log.cleaner.enable"):
+            self._jobs.append(
+                self._periodic("log cleaner", "log.cleaner.backoff.ms", self._clean_logs)
+            )
         log.info(
             "broker %d of cluster %s ready on %s", self.broker_id, self.cluster_id, self.bootstrap
         )
@@ -256,6 +261,7 @@ class Broker:
         )
         await self.replica_manager.start()
         resources.push_async_callback(self.replica_manager.stop)
+        self.log_cleaner = LogCleaner(self.replica_manager)
         self.cluster_controller = ClusterController(
             broker_id=self.broker_id,
             store=self.store,
@@ -384,6 +390,18 @@ class Broker:
         deleted = await self.replica_manager.delete_old_segments()
         if deleted:
             log.info("broker %d: log retention deleted %d segments", self.broker_id, deleted)
+
+    async def _clean_logs(self) -> None:
+        cleaned = await self.log_cleaner.clean()
+        if cleaned:
+            log.info(
+                "broker %d: log cleaner cleaned %d segments of %d logs, %d bytes to %d",
+                self.broker_id,
+                sum(stats.segments_cleaned for stats in cleaned),
+                len(cleaned),
+                sum(stats.bytes_read for stats in cleaned),
+                sum(stats.bytes_written for stats in cleaned),
+            )
 
     async def _controlled_shutdown(self) -> None:
         """Runs once unregistered: hand the lease over, then wait (at most a session

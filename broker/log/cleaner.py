@@ -24,8 +24,10 @@ copied byte for byte; others are rebuilt with the same header fields.
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -88,18 +90,70 @@ class _CleaningState:
         return self.now_ms + self.delete_retention_ms
 
 
+@dataclass(slots=True)
+class CleaningPlan:
+    """One cleaning of a log, taken on the event loop that owns it, so that the work can
+    run on a worker thread.
+
+    The planned segments lie below the first uncleanable offset, and appends only ever go
+    to the active segment, so nothing writes to them while they stay in the log: a
+    worker may read them. Only a truncation, a retention pass or a close can take them
+    away, and ``is_current`` finds that before anything is swapped in.
+    """
+
+    segments: tuple[LogSegment, ...]
+    sizes: tuple[int, ...]
+    first_uncleaned: int
+    checkpoint_path: Path
+    state: _CleaningState
+    new_segment: Callable[[int], LogSegment]
+    """A ``.cleaned`` segment for a base offset, in the log's directory."""
+    abort: threading.Event = field(default_factory=threading.Event)
+    """Set by a broker that stops: the worker raises ``CleaningAborted`` at its next batch."""
+
+    def is_current(self, log: PartitionLog) -> bool:
+        """Whether ``log`` still holds exactly the planned segments, unchanged, with a
+        segment after them (none of them became the active segment)."""
+        count = len(self.segments)
+        return (
+            not log.closed
+            and len(log.segments) > count
+            and all(
+                log.segments[i] is segment and segment.size == size
+                for i, (segment, size) in enumerate(zip(self.segments, self.sizes, strict=True))
+            )
+        )
+
+
+class CleaningAborted(Exception):
+    """The cleaning was asked to stop (``CleaningPlan.abort``); its copies are deleted."""
+
+
 def compact_log(log: PartitionLog, now_ms: int) -> CompactionStats:
-    if not log.config.compact:
+    """Plan, clean and commit in one go (tools, tests): ``plan_cleaning``,
+    ``clean_segments`` and ``commit_cleaning`` are the steps a broker spreads over its
+    event loop and a worker thread."""
+    plan = plan_cleaning(log, now_ms)
+    if plan is None:
         return CompactionStats()
+    stats = commit_cleaning(log, plan, clean_segments(plan))
+    return CompactionStats() if stats is None else stats
+
+
+def plan_cleaning(log: PartitionLog, now_ms: int) -> CleaningPlan | None:
+    """The cleaning ``log`` is due, or None: not compacted, nothing cleanable, or a
+    dirty share below ``min.cleanable.dirty.ratio``."""
+    if not log.config.compact:
+        return None
     cleanable = _cleanable_segments(log, now_ms)
     if not cleanable:
-        return CompactionStats()
+        return None
     checkpoint_path = log.dir / CLEANER_CHECKPOINT
     first_dirty = (read_checkpoint(checkpoint_path, 1) or [(0,)])[0][0]
     total = sum(s.size for s in cleanable)
     dirty = sum(s.size for s in cleanable if s.next_offset > first_dirty)
     if total == 0 or dirty / total < log.config.min_cleanable_dirty_ratio:
-        return CompactionStats()
+        return None
     state = _CleaningState(
         now_ms=now_ms,
         delete_retention_ms=log.config.delete_retention_ms,
@@ -109,27 +163,73 @@ def compact_log(log: PartitionLog, now_ms: int) -> CompactionStats:
             pid: entry.last_offset for pid, entry in log.producer_state.producers.items()
         },
     )
-    for batch in _batches(cleanable):
+    return CleaningPlan(
+        segments=tuple(cleanable),
+        sizes=tuple(s.size for s in cleanable),
+        first_uncleaned=log.segments[len(cleanable)].base_offset,
+        checkpoint_path=checkpoint_path,
+        state=state,
+        new_segment=functools.partial(
+            LogSegment.create, log.dir, suffix=CLEANED_SUFFIX, **log.segment_args()
+        ),
+    )
+
+
+def clean_segments(plan: CleaningPlan) -> list[LogSegment]:
+    """Write a cleaned copy of each planned segment (``.cleaned`` files, flushed to disk),
+    reading only the planned segments: safe on a worker thread. On failure the copies
+    written so far are deleted."""
+    state = plan.state
+    for batch in _batches(plan.segments):
+        _check_abort(plan)
         if batch.is_control or state.is_aborted(batch):
             continue
         for record in decode_records(batch):
             if record.key is not None:
                 state.offset_map[record.key] = record.offset
-    state.count("bytes_read", total)
-    first_uncleaned = log.segments[len(cleanable)].base_offset
-    for segment in cleanable:
-        _clean_segment(log, segment, state)
-    write_checkpoint(checkpoint_path, [(first_uncleaned,)])
+    state.count("bytes_read", sum(plan.sizes))
+    cleaned: list[LogSegment] = []
+    try:
+        for segment in plan.segments:
+            cleaned.append(_clean_segment(plan, segment))
+    except BaseException:
+        discard_cleaned(cleaned)
+        raise
+    return cleaned
+
+
+def commit_cleaning(
+    log: PartitionLog, plan: CleaningPlan, cleaned: list[LogSegment]
+) -> CompactionStats | None:
+    """Swap the cleaned copies in and record how far the log is clean; None, with the
+    copies deleted, when the log changed since the plan (``CleaningPlan.is_current``)."""
+    if not plan.is_current(log):
+        discard_cleaned(cleaned)
+        return None
+    for segment, copy in zip(plan.segments, cleaned, strict=True):
+        log.replace_segment(segment, copy)
+    write_checkpoint(plan.checkpoint_path, [(plan.first_uncleaned,)])
+    stats = plan.state.stats
     return CompactionStats(
-        segments_cleaned=len(cleanable),
-        bytes_read=state.stats.get("bytes_read", 0),
-        bytes_written=state.stats.get("bytes_written", 0),
-        records_read=state.stats.get("records_read", 0),
-        records_retained=state.stats.get("records_retained", 0),
-        tombstones_removed=state.stats.get("tombstones_removed", 0),
-        aborted_records_removed=state.stats.get("aborted_records_removed", 0),
-        markers_removed=state.stats.get("markers_removed", 0),
+        segments_cleaned=len(cleaned),
+        bytes_read=stats.get("bytes_read", 0),
+        bytes_written=stats.get("bytes_written", 0),
+        records_read=stats.get("records_read", 0),
+        records_retained=stats.get("records_retained", 0),
+        tombstones_removed=stats.get("tombstones_removed", 0),
+        aborted_records_removed=stats.get("aborted_records_removed", 0),
+        markers_removed=stats.get("markers_removed", 0),
     )
+
+
+def discard_cleaned(cleaned: list[LogSegment]) -> None:
+    for segment in cleaned:
+        segment.delete()
+
+
+def _check_abort(plan: CleaningPlan) -> None:
+    if plan.abort.is_set():
+        raise CleaningAborted
 
 
 def truncate_cleaner_checkpoint(directory: Path, offset: int) -> None:
@@ -163,33 +263,37 @@ def _aborted_ranges(log: PartitionLog) -> dict[int, list[tuple[int, int]]]:
     return ranges
 
 
-def _batches(segments: list[LogSegment]) -> Iterator[RawBatch]:
+def _batches(segments: Iterable[LogSegment]) -> Iterator[RawBatch]:
     for segment in segments:
         yield from segment.batches()
 
 
-def _clean_segment(log: PartitionLog, segment: LogSegment, state: _CleaningState) -> None:
-    cleaned = LogSegment.create(
-        log.dir, segment.base_offset, suffix=CLEANED_SUFFIX, **log.segment_args()
-    )
-    items: list[AppendItem] = []
-    for batch in segment.batches():
-        kept = _clean_batch(batch, state)
-        if kept is not None:
-            items.append(
-                AppendItem(
-                    (kept.data,),
-                    kept.size,
-                    kept.base_offset,
-                    kept.last_offset,
-                    kept.max_timestamp,
-                    kept.records_count,
+def _clean_segment(plan: CleaningPlan, segment: LogSegment) -> LogSegment:
+    cleaned = plan.new_segment(segment.base_offset)
+    try:
+        items: list[AppendItem] = []
+        for batch in segment.batches():
+            _check_abort(plan)
+            kept = _clean_batch(batch, plan.state)
+            if kept is not None:
+                items.append(
+                    AppendItem(
+                        (kept.data,),
+                        kept.size,
+                        kept.base_offset,
+                        kept.last_offset,
+                        kept.max_timestamp,
+                        kept.records_count,
+                    )
                 )
-            )
-            state.count("bytes_written", kept.size)
-    if items:
-        cleaned.append(items)
-    log.replace_segment(segment, cleaned)
+                plan.state.count("bytes_written", kept.size)
+        if items:
+            cleaned.append(items)
+        cleaned.flush()
+    except BaseException:
+        cleaned.delete()
+        raise
+    return cleaned
 
 
 def _clean_batch(batch: RawBatch, state: _CleaningState) -> RawBatch | None:

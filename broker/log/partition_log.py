@@ -35,7 +35,13 @@ from mirrorsim.broker.log.checkpoint import (
     read_checkpoint,
     write_checkpoint,
 )
-from mirrorsim.broker.log.cleaner import compact_log, truncate_cleaner_checkpoint
+from mirrorsim.broker.log.cleaner import (
+    CleaningPlan,
+    commit_cleaning,
+    compact_log,
+    plan_cleaning,
+    truncate_cleaner_checkpoint,
+)
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.epoch_cache import CHECKPOINT_NAME, LeaderEpochFileCache
 from mirrorsim.broker.log.errors import (
@@ -309,6 +315,10 @@ class PartitionLog:
                     yield RawBatch.from_bytes(segment.read_at(header.position, header.size))
 
     # -- properties ----------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     @property
     def active_segment(self) -> LogSegment:
@@ -890,6 +900,17 @@ class PartitionLog:
     def compact(self, now_ms: int | None = None) -> CompactionStats:
         """Compact the cleanable segments (see cleaner.py for Kafka's rules)."""
         return compact_log(self, self._now_ms() if now_ms is None else now_ms)
+
+    def plan_cleaning(self, now_ms: int | None = None) -> CleaningPlan | None:
+        """The compaction due now, for ``clean_segments`` on a worker thread; None when
+        none is due."""
+        return plan_cleaning(self, self._now_ms() if now_ms is None else now_ms)
+
+    def commit_cleaning(
+        self, plan: CleaningPlan, cleaned: list[LogSegment]
+    ) -> CompactionStats | None:
+        """Swap in what ``clean_segments`` wrote; None if the log changed meanwhile."""
+        return commit_cleaning(self, plan, cleaned)
 
     def replace_segment(self, old: LogSegment, cleaned: LogSegment) -> None:
         """Swap a cleaned copy (same base offset and offsets) in for ``old``."""

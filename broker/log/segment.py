@@ -550,13 +550,13 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
 
     def swap_in(self, cleaned: LogSegment) -> LogSegment:
-        """Replace this segment's files by ``cleaned`` (same base offset), crash-safely.
+        """Replace this segment's files by ``cleaned`` (same base offset, already flushed
+        to disk), crash-safely.
 
         The old indexes are removed first and the log file is replaced atomically, so a
         crash at any point leaves a log file with either its own indexes or none (which
         are then rebuilt on open). The aborted-transaction index carries over unchanged.
         """
-        cleaned.flush()
         self.offset_index.delete()
         self.time_index.delete()
         cleaned._file.rename(self.log_path)

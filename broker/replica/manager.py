@@ -25,6 +25,7 @@ from pathlib import Path
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.errors import DuplicateSequenceError, InvalidRecordError, LogError
 from mirrorsim.broker.log.log_manager import LogManager
+from mirrorsim.broker.log.partition_log import PartitionLog
 from mirrorsim.broker.log.results import AppendInfo, AppendOrigin
 from mirrorsim.broker.replica.fetch_session import (
     FetchKey,
@@ -175,7 +176,7 @@ class ReplicaManager:
                     topic_id=state.topic_id,
                 )
             except OSError as exc:
-                self._take_offline(key, exc)
+                self.take_offline(key, exc)
                 return
             self._offline.pop(key, None)
             partition_log.on_change = functools.partial(self._changed, key)
@@ -186,7 +187,7 @@ class ReplicaManager:
         try:
             partition.apply_state(state)
         except OSError as exc:
-            self._take_offline(key, exc)
+            self.take_offline(key, exc)
             return
         self._topic_ids[state.topic] = state.topic_id
         if self.fetchers is not None:
@@ -203,7 +204,7 @@ class ReplicaManager:
         for session_id in self.fetch_sessions.mark_changed(*key):
             self._purgatory.notify(session_wait_key(session_id))
 
-    def _take_offline(self, key: tuple[str, int], exc: OSError) -> None:
+    def take_offline(self, key: tuple[str, int], exc: OSError) -> None:
         """The file system refused the partition's log (out of descriptors, disk error):
         it answers KAFKA_STORAGE_ERROR until a later refresh applies its state again. Its
         log stays open in the log manager, with whatever memory holds but the disk does not
@@ -413,8 +414,31 @@ class ReplicaManager:
                 try:
                     deleted += partition.log.delete_old_segments()
                 except OSError as exc:
-                    self._take_offline(key, exc)
+                    self.take_offline(key, exc)
         return deleted
+
+    # -- compaction (the log cleaner's host) -------------------------------------------
+
+    def cleanable_logs(self) -> list[tuple[tuple[str, int], PartitionLog]]:
+        """The compacted logs of the partitions this broker holds, leader or follower."""
+        return [
+            (key, partition.log)
+            for key, partition in self._partitions.items()
+            if partition.log.config.compact
+        ]
+
+    def may_clean(self, key: tuple[str, int], partition_log: PartitionLog) -> bool:
+        """Whether the partition still has ``partition_log`` and its records are its own
+        cluster's to compact. A mirror topic's are not until it is writable (the spec:
+        "After failover, when the mirror topic becomes writable, log compaction continues
+        normally in the destination cluster"): before that its log is the source's, offset
+        for offset, and cleaning it on its own would make it differ."""
+        partition = self._partitions.get(key)
+        if partition is None or partition.log is not partition_log:
+            return False
+        if partition.is_leader:
+            return partition.state.accepts_produce(key in self._stopped_mirror_partitions)
+        return not partition.state.is_read_only
 
     def _maybe_change_isr(self, partition: Partition, new_isr: tuple[int, ...] | None) -> None:
         """Write one ISR change at a time per partition; the metadata refresh applies it."""

@@ -46,6 +46,7 @@ CLUSTER_CONFIGS: dict[str, object] = {
     "group.initial.rebalance.delay.ms": 0,
     "shutdown.drain.timeout.ms": 200,
     "log.retention.check.interval.ms": 500,
+    "log.cleaner.backoff.ms": 500,
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mirrorsim.broker.log import AppendOrigin, InvalidRecordError, LogConfig, PartitionLog
+from mirrorsim.broker.log.cleaner import CLEANER_CHECKPOINT, clean_segments
 from mirrorsim.protocol.records import (
     ControlRecordType,
     RawBatch,
@@ -188,3 +189,55 @@ def test_truncation_rewinds_the_cleaner_checkpoint(tmp_path: Path) -> None:
         put(log, b"k%d" % (i % 2), b"again%d" % i)
     assert log.compact(now_ms=0).segments_cleaned > 0
     assert {k: v for _, k, v in contents(log)} == {b"k0": b"again10", b"k1": b"again11"}
+
+
+# -- a cleaning spread over the event loop and a worker thread ---------------------------
+
+
+def filled_log(path: Path) -> PartitionLog:
+    log = compacted_log(path)
+    for round_ in range(4):
+        for key in (b"a", b"b", b"c"):
+            put(log, key, b"%s%d" % (key, round_))
+    return log
+
+
+def leftovers(log: PartitionLog) -> list[str]:
+    return sorted(p.name for p in log.dir.iterdir() if p.name.endswith(".cleaned"))
+
+
+def test_appends_between_the_plan_and_the_commit_do_not_stop_a_cleaning(tmp_path: Path) -> None:
+    log = filled_log(tmp_path / "c-0")
+    plan = log.plan_cleaning(now_ms=0)
+    assert plan is not None
+    copies = clean_segments(plan)
+    for round_ in range(4, 8):
+        put(log, b"a", b"a%d" % round_)
+    stats = log.commit_cleaning(plan, copies)
+    assert stats is not None and stats.segments_cleaned == len(plan.segments)
+    assert contents(log)[-1] == (log.log_end_offset - 1, b"a", b"a7")
+    assert not leftovers(log)
+
+
+@pytest.mark.parametrize("change", ["truncate", "delete_records", "close"])
+def test_a_log_changed_under_a_cleaning_keeps_its_segments(tmp_path: Path, change: str) -> None:
+    """The worker read segments a truncation, a retention pass or a close took away (or
+    cut): nothing is swapped in, the copies are deleted, the log is as the change left it."""
+    log = filled_log(tmp_path / "c-0")
+    plan = log.plan_cleaning(now_ms=0)
+    assert plan is not None
+    copies = clean_segments(plan)
+    assert len(leftovers(log)) >= len(plan.segments)
+    if change == "truncate":
+        log.truncate_to(plan.segments[-1].base_offset + 1)
+    elif change == "delete_records":
+        log.maybe_increment_log_start_offset(plan.segments[1].base_offset)
+        assert log.delete_old_segments() > 0
+    expected = contents(log) if change != "close" else None
+    if change == "close":
+        log.close()
+    assert log.commit_cleaning(plan, copies) is None
+    assert not leftovers(log)
+    if expected is not None:
+        assert contents(log) == expected
+        assert not (log.dir / CLEANER_CHECKPOINT).exists()

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from mirrorsim.broker.log import LogConfig, PartitionLog
+from mirrorsim.broker.log.cleaner import CleaningPlan, clean_segments
 from mirrorsim.broker.log.epoch_cache import EpochEntry
+from mirrorsim.broker.log.segment import LogSegment
 from mirrorsim.protocol.records import RawBatch, Record, build_batch, decode_records, iter_batches
 
 DAY = 86_400_000
@@ -48,6 +50,7 @@ class PartitionLogMachine(RuleBasedStateMachine):
         self.first_segment_base = 0
         self.next_offset = 0
         self.epochs: list[EpochEntry] = []
+        self.pending: tuple[CleaningPlan, list[LogSegment]] | None = None
 
     def teardown(self) -> None:
         self.log.close()
@@ -194,6 +197,40 @@ class PartitionLogMachine(RuleBasedStateMachine):
         after = self.visible_records()
         assert set(after) <= set(before)
         assert [b.data for b in self.model][len(self.model) - len(uncleanable) :] == uncleanable
+        latest_before = {key: value for _, key, value in before}
+        latest_after = {key: value for _, key, value in after}
+        for key, value in latest_before.items():
+            if value is not None:
+                assert latest_after[key] == value
+            else:
+                assert latest_after.get(key) is None
+
+    @precondition(lambda self: self.pending is None)
+    @rule(now_ms=st.sampled_from([0, DAY, 3 * DAY]))
+    def plan_and_clean_on_a_worker(self, now_ms: int) -> None:
+        """A broker's cleaning: planned and cleaned now, committed by a later rule, after
+        whatever the rules in between did to the log."""
+        plan = self.log.plan_cleaning(now_ms=now_ms)
+        if plan is not None:
+            self.pending = (plan, clean_segments(plan))
+
+    @precondition(lambda self: self.pending is not None)
+    @rule()
+    def commit_the_cleaning(self) -> None:
+        assert self.pending is not None
+        plan, copies = self.pending
+        self.pending = None
+        current = plan.is_current(self.log)
+        before = self.visible_records()
+        stats = self.log.commit_cleaning(plan, copies)
+        event(f"a cleaning from earlier committed: {stats is not None}")
+        assert (stats is not None) == current
+        assert not list((self.tmp / "t-0").glob("*.cleaned"))
+        if stats is None:
+            return
+        self.model = [b for segment in self.log.segments for b in segment.batches()]
+        after = self.visible_records()
+        assert set(after) <= set(before)
         latest_before = {key: value for _, key, value in before}
         latest_after = {key: value for _, key, value in after}
         for key, value in latest_before.items():
