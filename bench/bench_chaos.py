@@ -2,7 +2,8 @@
 ``--processes``, brokers as OS processes (SIGKILL and SIGSTOP/SIGCONT faults).
 
 Run: ``.venv/bin/python -m mirrorsim.bench.bench_chaos --schedules 1000 [--seed S]
-[--steps K] [--no-shrink] [--workers W] [--broker-log FILE] [--processes]``
+[--steps K] [--no-shrink] [--workers W] [--broker-log FILE] [--processes]
+[--replication-factor 2]``
 
 Measures schedules per minute (time running schedules and their checks; shrinking is
 timed apart) and counts the violations per invariant. ``--workers`` runs that many
@@ -10,7 +11,9 @@ explorers, each a process with its own two clusters, over interleaved slices of 
 seeded schedules: an in-process schedule is CPU-bound in one event loop, so a second
 core doubles the soak's rate; the schedules and their verdicts are the same as with one.
 Results go to bench/results/chaos.json and chaos.md (chaos-processes.json and .md with
-``--processes``), with the full exploration report (replayable drill YAML per violation)
+``--processes``; ``-replicated`` added to the name with ``--replication-factor 2``, every
+topic, mirror topic and ``__mirror_state`` partition then on both brokers of a cluster),
+with the full exploration report (replayable drill YAML per violation)
 under bench/results/chaos-report/ when ``--report`` names no other directory.
 ``--broker-log`` keeps the brokers' warnings (silenced otherwise), one file per worker,
 each verdict written between them: a violation seen once in a long soak is explained
@@ -39,10 +42,15 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
 async def soak(
-    indices: list[int], steps: int, seed: int, shrink: bool, processes: bool = False
+    indices: list[int],
+    steps: int,
+    seed: int,
+    shrink: bool,
+    processes: bool = False,
+    replication_factor: int = 1,
 ) -> Exploration:
     plan = [generate(seed, index, steps, processes=processes) for index in indices]
-    async with Explorer(processes=processes) as explorer:
+    async with Explorer(processes=processes, replication_factor=replication_factor) as explorer:
         return await explore(explorer, plan, shrink=shrink, on_done=_progress)
 
 
@@ -68,6 +76,7 @@ def _soak_slice(
     shrink: bool,
     broker_log: Path | None = None,
     processes: bool = False,
+    replication_factor: int = 1,
 ) -> Exploration:
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     ours = logging.getLogger("mirrorsim")
@@ -79,7 +88,7 @@ def _soak_slice(
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
         ours.addHandler(handler)
         ours.setLevel(logging.WARNING)
-    return asyncio.run(soak(indices, steps, seed, shrink, processes))
+    return asyncio.run(soak(indices, steps, seed, shrink, processes, replication_factor))
 
 
 def _worker_log(broker_log: Path | None, worker: int, workers: int) -> Path | None:
@@ -96,13 +105,16 @@ def run(
     workers: int,
     broker_log: Path | None = None,
     processes: bool = False,
+    replication_factor: int = 1,
 ) -> Exploration:
     """The schedules ``0..schedules-1`` of ``seed``, dealt round-robin to ``workers``
     processes; one exploration with the outcomes in schedule order."""
     started = time.monotonic()
     slices = [list(range(w, schedules, workers)) for w in range(workers)]
     if workers == 1:
-        parts = [_soak_slice(slices[0], steps, seed, shrink, broker_log, processes)]
+        parts = [
+            _soak_slice(slices[0], steps, seed, shrink, broker_log, processes, replication_factor)
+        ]
     else:
         with ProcessPoolExecutor(workers) as pool:
             futures = [
@@ -114,6 +126,7 @@ def run(
                     shrink,
                     _worker_log(broker_log, w, workers),
                     processes,
+                    replication_factor,
                 )
                 for w, s in enumerate(slices)
             ]
@@ -139,6 +152,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--broker-log", type=Path, default=None)
     parser.add_argument("--processes", action="store_true")
+    parser.add_argument("--replication-factor", type=int, choices=(1, 2), default=1)
     args = parser.parse_args()
     if args.workers < 1:
         parser.error("--workers must be at least 1")
@@ -150,8 +164,11 @@ def main() -> None:
         args.workers,
         args.broker_log,
         args.processes,
+        args.replication_factor,
     )
     results_name = "chaos-processes" if args.processes else "chaos"
+    if args.replication_factor > 1:
+        results_name += "-replicated"
     write_report(result, args.report)
     first: dict[str, int] = {}
     per_invariant: collections.Counter[str] = collections.Counter()

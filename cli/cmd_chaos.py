@@ -22,6 +22,13 @@ from mirrorsim.drills.chaos.schedule import generate
 @click.option(
     "--processes", is_flag=True, help="Brokers as OS processes: SIGKILL and SIGSTOP/SIGCONT."
 )
+@click.option(
+    "--replication-factor",
+    default=1,
+    show_default=True,
+    type=click.IntRange(min=1, max=2),
+    help="2: every topic, mirror topic and __mirror_state partition on both brokers.",
+)
 @click.option("--no-shrink", is_flag=True, help="Report violations without shrinking them.")
 @click.option(
     "--report",
@@ -34,6 +41,7 @@ def chaos(
     steps: int,
     seed: int,
     processes: bool,
+    replication_factor: int,
     no_shrink: bool,
     report_dir: Path | None,
 ) -> None:
@@ -42,7 +50,7 @@ def chaos(
     only when no invariant was violated."""
     for name in ("aiokafka", "mirrorsim"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    result = asyncio.run(_run(schedules, steps, seed, not no_shrink, processes))
+    result = asyncio.run(_run(schedules, steps, seed, not no_shrink, processes, replication_factor))
     out = Console()
     for key, value in summary(result).items():
         out.print(f"{key.replace('_', ' ')}: {value}")
@@ -59,7 +67,9 @@ def chaos(
     raise SystemExit(0 if not result.violations else 1)
 
 
-async def _run(schedules: int, steps: int, seed: int, shrink: bool, processes: bool) -> Exploration:
+async def _run(
+    schedules: int, steps: int, seed: int, shrink: bool, processes: bool, replication_factor: int
+) -> Exploration:
     plan = [generate(seed, index, steps, processes=processes) for index in range(schedules)]
     columns = (
         TextColumn("[bold]chaos"),
@@ -77,5 +87,5 @@ async def _run(schedules: int, steps: int, seed: int, shrink: bool, processes: b
             violating += bool(outcome.violations)
             progress.update(task, advance=1, violations=violating)
 
-        async with Explorer(processes=processes) as explorer:
+        async with Explorer(processes=processes, replication_factor=replication_factor) as explorer:
             return await explore(explorer, plan, shrink=shrink, on_done=done)

@@ -673,8 +673,16 @@ class MirrorCoordinator:
         lags behind the log's batches. That checkpoint write is unsynced: after a crash,
         recovery relearns epoch starts from the batches above its recovery point (the
         reset included) and drops an epoch no batch has started, which the resumed
-        STOPPING sequence opens again (broker/log/epoch_cache.py)."""
-        target = self._broker.replica_manager.partition(topic, partition)
+        STOPPING sequence opens again (broker/log/epoch_cache.py).
+
+        The sequence goes on (to STOPPED, and writable) only once every in-sync replica has
+        the reset, as Kafka waits for its own control records: a follower that took over
+        without it would keep the source's producers in its producer state, and a local
+        producer given the same id would be refused or, worse, deduplicated against them.
+        A wait that ends without it fails the step, and the resumed sequence cuts the
+        unreplicated reset at the last stable offset and writes a new one."""
+        manager = self._broker.replica_manager
+        target = manager.partition(topic, partition)
         target.log.epoch_cache.assign(target.leader_epoch, target.log_end_offset)
         reset = build_control_batch(
             ControlRecordType.MIRROR_PID_RESET,
@@ -683,7 +691,13 @@ class MirrorCoordinator:
             timestamp=int(time.time() * 1000),
             source_cluster_id=source_cluster_id,
         )
-        self._broker.replica_manager.append_internal(topic, partition, [reset])
+        appended = manager.append_internal(topic, partition, [reset])
+        await manager.wait_for_isr(
+            topic,
+            partition,
+            appended.last_offset,
+            2 * int(self._broker.config("replica.lag.time.max.ms")),
+        )
 
     # -- MirrorSink: what fetchers call --------------------------------------------------
 

@@ -50,6 +50,17 @@ CLUSTER_CONFIGS: dict[str, object] = {
 }
 
 
+def replicated(replication_factor: int) -> dict[str, object]:
+    """The cluster configs that give new topics, mirror topics and ``__mirror_state``
+    ``replication_factor`` replicas (the explorer's default is one)."""
+    if replication_factor == 1:
+        return {}
+    return {
+        "default.replication.factor": replication_factor,
+        "mirror.topic.replication.factor": replication_factor,
+    }
+
+
 async def _mirror_gone(admin: Any, mirror: str) -> bool:
     """Delete ``mirror``; False while it still has a topic stopping."""
     try:
@@ -125,12 +136,18 @@ class Exploration:
 class Explorer:
     """Two clusters, ``a`` and ``b``, kept across schedules."""
 
-    def __init__(self, *, processes: bool = False, brokers: int = len(BROKERS)) -> None:
+    def __init__(
+        self, *, processes: bool = False, brokers: int = len(BROKERS), replication_factor: int = 1
+    ) -> None:
+        """``replication_factor`` 2 puts every topic, mirror topic and ``__mirror_state``
+        partition on both brokers of a cluster: a broker down then moves leaderships to
+        the other replica instead of taking the partitions offline."""
         self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
         self.mode = "processes" if processes else "in-process"
+        configs = {**CLUSTER_CONFIGS, **replicated(replication_factor)}
         self.clusters = {
             name: DrillCluster.create(
-                ClusterDef(name, brokers, dict(CLUSTER_CONFIGS), self.mode), self.root
+                ClusterDef(name, brokers, dict(configs), self.mode), self.root
             )
             for name in CLUSTERS
         }
