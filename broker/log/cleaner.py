@@ -4,7 +4,8 @@ What is cleanable: whole segments below the first uncleanable offset, which is t
 smallest of the active segment's base, the last stable offset (never clean past an open
 transaction or the high watermark) and the first segment younger than
 ``min.compaction.lag.ms``. Cleaning runs only when the dirty share of that range (bytes
-past the cleaner checkpoint) reaches ``min.cleanable.dirty.ratio``.
+past the cleaner checkpoint) reaches ``min.cleanable.dirty.ratio``, or when a dirty
+segment's first batch is older than ``max.compaction.lag.ms``.
 
 What is kept, record by record:
 - only the latest record of each key (an offset map built over the cleanable range);
@@ -151,8 +152,12 @@ def plan_cleaning(log: PartitionLog, now_ms: int) -> CleaningPlan | None:
     checkpoint_path = log.dir / CLEANER_CHECKPOINT
     first_dirty = (read_checkpoint(checkpoint_path, 1) or [(0,)])[0][0]
     total = sum(s.size for s in cleanable)
-    dirty = sum(s.size for s in cleanable if s.next_offset > first_dirty)
-    if total == 0 or dirty / total < log.config.min_cleanable_dirty_ratio:
+    dirty_segments = [s for s in cleanable if s.next_offset > first_dirty]
+    dirty = sum(s.size for s in dirty_segments)
+    if total == 0:
+        return None
+    overdue = _compaction_overdue(dirty_segments, log.config.max_compaction_lag_ms, now_ms)
+    if dirty / total < log.config.min_cleanable_dirty_ratio and not overdue:
         return None
     state = _CleaningState(
         now_ms=now_ms,
@@ -253,6 +258,13 @@ def _cleanable_segments(log: PartitionLog, now_ms: int) -> list[LogSegment]:
             break
         cleanable.append(segment)
     return cleanable
+
+
+def _compaction_overdue(dirty: list[LogSegment], max_lag_ms: int, now_ms: int) -> bool:
+    """Kafka's ``max.compaction.lag.ms`` (KIP-354): a dirty segment whose first batch is
+    older than that is cleaned whatever the dirty ratio."""
+    firsts = [s.rolling_timestamp for s in dirty if s.rolling_timestamp and s.rolling_timestamp > 0]
+    return bool(firsts) and min(firsts) < now_ms - max(max_lag_ms, 0)
 
 
 def _aborted_ranges(log: PartitionLog) -> dict[int, list[tuple[int, int]]]:

@@ -241,3 +241,23 @@ def test_a_log_changed_under_a_cleaning_keeps_its_segments(tmp_path: Path, chang
     if expected is not None:
         assert contents(log) == expected
         assert not (log.dir / CLEANER_CHECKPOINT).exists()
+
+
+def test_a_log_below_its_dirty_ratio_is_cleaned_once_past_max_compaction_lag(
+    tmp_path: Path,
+) -> None:
+    """KIP-354: ``max.compaction.lag.ms`` bounds how long a dirty record may wait, whatever
+    ``min.cleanable.dirty.ratio`` says."""
+    log = compacted_log(
+        tmp_path / "c-0", min_cleanable_dirty_ratio=0.9, max_compaction_lag_ms=60_000
+    )
+    for round_ in range(6):
+        for key in (b"a", b"b", b"c", b"d", b"e"):
+            put(log, key, b"%s%d" % (key, round_))
+    assert log.compact(now_ms=2_000).segments_cleaned > 0
+    segments = len(log.segments)
+    while len(log.segments) < segments + 1:
+        put(log, b"a", b"late")
+    # the records are stamped 1,000: dirty for 1 s, then for 199 s
+    assert log.compact(now_ms=2_000).segments_cleaned == 0
+    assert log.compact(now_ms=200_000).segments_cleaned > 0
