@@ -193,10 +193,15 @@ class PartitionLogMachine(RuleBasedStateMachine):
         ]
         stats = self.log.compact(now_ms=now_ms)
         event(f"compaction cleaned segments: {stats.segments_cleaned > 0}")
+        self.take_compacted_log(before)
+        assert [b.data for b in self.model][len(self.model) - len(uncleanable) :] == uncleanable
+
+    def take_compacted_log(self, before: list[Visible]) -> None:
+        """The model becomes the compacted log, which keeps a subset of the records seen
+        ``before``, among them the latest value of every key (none for a tombstone)."""
         self.model = [b for segment in self.log.segments for b in segment.batches()]
         after = self.visible_records()
         assert set(after) <= set(before)
-        assert [b.data for b in self.model][len(self.model) - len(uncleanable) :] == uncleanable
         latest_before = {key: value for _, key, value in before}
         latest_after = {key: value for _, key, value in after}
         for key, value in latest_before.items():
@@ -226,18 +231,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
         event(f"a cleaning from earlier committed: {stats is not None}")
         assert (stats is not None) == current
         assert not list((self.tmp / "t-0").glob("*.cleaned"))
-        if stats is None:
-            return
-        self.model = [b for segment in self.log.segments for b in segment.batches()]
-        after = self.visible_records()
-        assert set(after) <= set(before)
-        latest_before = {key: value for _, key, value in before}
-        latest_after = {key: value for _, key, value in after}
-        for key, value in latest_before.items():
-            if value is not None:
-                assert latest_after[key] == value
-            else:
-                assert latest_after.get(key) is None
+        if stats is not None:
+            self.take_compacted_log(before)
 
     @rule()
     def reopen_cleanly(self) -> None:
