@@ -132,7 +132,7 @@ class ConsumerGroupCoordinator:
             member.member_id,
             member.epoch,
             self._config.consumer_heartbeat_interval_ms,
-            member.assignment.assigned if full or changed else None,
+            member.assignment.assigned if full or changed or _unaware(request, member) else None,
         )
 
     def advance(
@@ -477,6 +477,15 @@ def _validate(request: ConsumerHeartbeat, assignors: tuple[str, ...]) -> None:
                 ErrorCode.INVALID_REGULAR_EXPRESSION,
                 f"SubscribedTopicRegex {request.subscribed_topic_regex} is invalid: {error}",
             ) from None
+
+
+def _unaware(request: ConsumerHeartbeat, member: ConsumerMember) -> bool:
+    """The member reports owning partitions other than its assignment: the response that
+    carried the assignment was lost (the client timed out and resent its heartbeat, which
+    librdkafka does without the subscription, so it is no full request). Kafka 3.7 sent
+    the assignment whenever owned partitions were reported; sending it again here keeps a
+    member from holding partitions it was told to revoke, the group waiting on it."""
+    return request.owned is not None and request.owned != member.assignment.assigned
 
 
 def _check_epoch(member: ConsumerMember, request: ConsumerHeartbeat) -> None:

@@ -355,3 +355,29 @@ async def test_a_newer_epoch_is_fenced_and_the_group_size_is_capped() -> None:
     assert _join(coordinator, "b").error is ErrorCode.GROUP_MAX_SIZE_REACHED
     rejoined = _join(coordinator, "a")  # a fenced member rejoins under its id with epoch 0
     assert rejoined.error is ErrorCode.NONE and rejoined.assignment == joined.assignment
+
+
+def test_a_heartbeat_resent_after_a_lost_response_gets_the_assignment_again() -> None:
+    """The answer telling a member to give up partitions is lost (its client timed out) and
+    the client resends the heartbeat without its subscription: no full request, and the
+    member's assignment did not change since the lost answer. It still owns what it was
+    told to revoke, so the answer carries the assignment again; without it the member
+    keeps every partition and the member that joined waits for ever."""
+    coordinator = _coordinator()
+    first = _join(coordinator, "a")
+    everything = first.assignment
+    assert everything is not None and len(everything) == 4
+    second = _join(coordinator, "b")
+    assert second.assignment == frozenset()
+    owning_all = ConsumerHeartbeat(
+        group_id="g", member_id="a", member_epoch=first.member_epoch, owned=everything
+    )
+    lost = coordinator.consumer_group_heartbeat(owning_all, TOPICS)
+    assert lost.assignment is not None and lost.assignment < everything
+    resent = coordinator.consumer_group_heartbeat(owning_all, TOPICS)
+    assert resent.assignment == lost.assignment
+    # once the member owns what it was told, steady heartbeats carry no assignment
+    settled = ConsumerHeartbeat(
+        group_id="g", member_id="a", member_epoch=resent.member_epoch, owned=resent.assignment
+    )
+    assert coordinator.consumer_group_heartbeat(settled, TOPICS).assignment is None
