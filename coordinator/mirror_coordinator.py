@@ -691,12 +691,8 @@ class MirrorCoordinator:
             timestamp=int(time.time() * 1000),
             source_cluster_id=source_cluster_id,
         )
-        appended = manager.append_internal(topic, partition, [reset])
-        await manager.wait_for_isr(
-            topic,
-            partition,
-            appended.last_offset,
-            2 * int(self._broker.config("replica.lag.time.max.ms")),
+        await manager.append_internal_replicated(
+            topic, partition, [reset], 2 * int(self._broker.config("replica.lag.time.max.ms"))
         )
 
     # -- MirrorSink: what fetchers call --------------------------------------------------

@@ -56,13 +56,9 @@ class StateTopicReplicas(Protocol):
 
     def partitions(self) -> list[Partition]: ...
 
-    def append_internal(
-        self, topic: str, partition: int, batches: list[RawBatch]
+    async def append_internal_replicated(
+        self, topic: str, partition: int, batches: list[RawBatch], timeout_ms: int
     ) -> AppendInfo: ...
-
-    async def wait_for_isr(
-        self, topic: str, partition: int, last_offset: int, timeout_ms: int
-    ) -> None: ...
 
 
 @runtime_checkable
@@ -198,12 +194,10 @@ class MirrorStateTopic:
         batch = build_batch(
             [Record(offset, now, r.key, r.value) for offset, r in enumerate(records)]
         )
-        manager = self._broker.replica_manager
-        appended = manager.append_internal(MIRROR_STATE_TOPIC, index, [batch])
-        await manager.wait_for_isr(
+        await self._broker.replica_manager.append_internal_replicated(
             MIRROR_STATE_TOPIC,
             index,
-            appended.last_offset,
+            [batch],
             2 * int(self._broker.config("replica.lag.time.max.ms")),
         )
         for record in records:

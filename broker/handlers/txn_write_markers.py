@@ -95,7 +95,7 @@ async def _write(broker: HandlerBroker, marker: Any, topic: str, partition: int)
         entry = target.log.producer_state.producers.get(marker.producer_id)
         if entry is not None and entry.coordinator_epoch > marker.coordinator_epoch:
             return ErrorCode.TRANSACTION_COORDINATOR_FENCED
-        if len(target.state.isr) < target.state.min_insync_replicas():
+        if target.under_min_isr:
             return ErrorCode.NOT_ENOUGH_REPLICAS
         kind = ControlRecordType.COMMIT if marker.transaction_result else ControlRecordType.ABORT
         batch = build_control_batch(

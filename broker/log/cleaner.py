@@ -64,6 +64,30 @@ _LAST_OFFSET_DELTA_AT = 23
 _CRC_AT = 17
 
 
+class CleanerCheckpoint:
+    """How far a log is clean (``cleaner-offset-checkpoint``): read from its file once,
+    then held, so that a cleaner pass over a log reads no file to learn it."""
+
+    def __init__(self, directory: Path) -> None:
+        self._path = directory / CLEANER_CHECKPOINT
+        self._offset: int | None = None
+
+    @property
+    def offset(self) -> int:
+        if self._offset is None:
+            self._offset = (read_checkpoint(self._path, 1) or [(0,)])[0][0]
+        return self._offset
+
+    def write(self, offset: int) -> None:
+        write_checkpoint(self._path, [(offset,)])
+        self._offset = offset
+
+    def truncate_to(self, offset: int) -> None:
+        """A truncated log must be cleaned again from where the truncation left it."""
+        if self.offset > offset:
+            self.write(offset)
+
+
 @dataclass(slots=True)
 class _CleaningState:
     now_ms: int
@@ -105,7 +129,7 @@ class CleaningPlan:
     segments: tuple[LogSegment, ...]
     sizes: tuple[int, ...]
     first_uncleaned: int
-    checkpoint_path: Path
+    checkpoint: CleanerCheckpoint
     state: _CleaningState
     new_segment: Callable[[int], LogSegment]
     """A ``.cleaned`` segment for a base offset, in the log's directory."""
@@ -149,8 +173,7 @@ def plan_cleaning(log: PartitionLog, now_ms: int) -> CleaningPlan | None:
     cleanable = _cleanable_segments(log, now_ms)
     if not cleanable:
         return None
-    checkpoint_path = log.dir / CLEANER_CHECKPOINT
-    first_dirty = (read_checkpoint(checkpoint_path, 1) or [(0,)])[0][0]
+    first_dirty = log.cleaner_checkpoint.offset
     total = sum(s.size for s in cleanable)
     dirty_segments = [s for s in cleanable if s.next_offset > first_dirty]
     dirty = sum(s.size for s in dirty_segments)
@@ -172,7 +195,7 @@ def plan_cleaning(log: PartitionLog, now_ms: int) -> CleaningPlan | None:
         segments=tuple(cleanable),
         sizes=tuple(s.size for s in cleanable),
         first_uncleaned=log.segments[len(cleanable)].base_offset,
-        checkpoint_path=checkpoint_path,
+        checkpoint=log.cleaner_checkpoint,
         state=state,
         new_segment=functools.partial(
             LogSegment.create, log.dir, suffix=CLEANED_SUFFIX, **log.segment_args()
@@ -213,7 +236,7 @@ def commit_cleaning(
         return None
     for segment, copy in zip(plan.segments, cleaned, strict=True):
         log.replace_segment(segment, copy)
-    write_checkpoint(plan.checkpoint_path, [(plan.first_uncleaned,)])
+    plan.checkpoint.write(plan.first_uncleaned)
     stats = plan.state.stats
     return CompactionStats(
         segments_cleaned=len(cleaned),
@@ -235,14 +258,6 @@ def discard_cleaned(cleaned: list[LogSegment]) -> None:
 def _check_abort(plan: CleaningPlan) -> None:
     if plan.abort.is_set():
         raise CleaningAborted
-
-
-def truncate_cleaner_checkpoint(directory: Path, offset: int) -> None:
-    """A truncated log must be cleaned again from where the truncation left it."""
-    path = directory / CLEANER_CHECKPOINT
-    entries = read_checkpoint(path, 1)
-    if entries and entries[0][0] > offset:
-        write_checkpoint(path, [(offset,)])
 
 
 def _cleanable_segments(log: PartitionLog, now_ms: int) -> list[LogSegment]:

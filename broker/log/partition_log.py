@@ -36,11 +36,11 @@ from mirrorsim.broker.log.checkpoint import (
     write_checkpoint,
 )
 from mirrorsim.broker.log.cleaner import (
+    CleanerCheckpoint,
     CleaningPlan,
     commit_cleaning,
     compact_log,
     plan_cleaning,
-    truncate_cleaner_checkpoint,
 )
 from mirrorsim.broker.log.config import LogConfig
 from mirrorsim.broker.log.epoch_cache import CHECKPOINT_NAME, LeaderEpochFileCache
@@ -119,6 +119,7 @@ class PartitionLog:
         self.recovery_point = 0
         self.epoch_cache = LeaderEpochFileCache(directory / CHECKPOINT_NAME)
         self.producer_state = ProducerStateManager(directory)
+        self.cleaner_checkpoint = CleanerCheckpoint(directory)
         self._unflushed_messages = 0
         self._last_flush_ms = 0
         self._closed = False
@@ -800,7 +801,7 @@ class PartitionLog:
             return True
         segment.truncate_to(offset)
         self.log_end_offset = max(new_end, segment.base_offset)
-        truncate_cleaner_checkpoint(self.dir, self.log_end_offset)
+        self.cleaner_checkpoint.truncate_to(self.log_end_offset)
         self.high_watermark = min(self.high_watermark, self.log_end_offset)
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
         self.epoch_cache.truncate_from_end(self.log_end_offset)
@@ -817,7 +818,7 @@ class PartitionLog:
         self._add_segment(LogSegment.create(self.dir, offset, **self._segment_args()))
         self.log_start_offset = self.log_end_offset = self.high_watermark = offset
         self.recovery_point = offset
-        truncate_cleaner_checkpoint(self.dir, offset)
+        self.cleaner_checkpoint.truncate_to(offset)
         self.epoch_cache.clear()
         self.producer_state.truncate_fully_and_start_at(offset)
         self._write_offset_checkpoints()

@@ -313,7 +313,7 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         if not acknowledged or not target.is_acknowledged(last_offset):
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT)
-        if len(target.state.isr) < target.state.min_insync_replicas():
+        if target.under_min_isr:
             raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 
     # -- fetch ------------------------------------------------------------------------
@@ -624,6 +624,15 @@ class ReplicaManager:
         """acks=all for an internal append: a write its author acts on must survive a
         leader change to any ISR member, so the author waits for the high watermark."""
         await self._wait_for_isr(self.partition(topic, partition), last_offset, timeout_ms)
+
+    async def append_internal_replicated(
+        self, topic: str, partition: int, batches: list[RawBatch], timeout_ms: int
+    ) -> AppendInfo:
+        """``append_internal``, then ``wait_for_isr``: for an author that acts on its
+        write as soon as it is safe (mirror state, a mirror partition's PID reset)."""
+        appended = self.append_internal(topic, partition, batches)
+        await self.wait_for_isr(topic, partition, appended.last_offset, timeout_ms)
+        return appended
 
     def truncate_to(self, topic: str, partition: int, offset: int) -> bool:
         """Cut the log at ``offset`` (a straddling batch goes whole); True if anything went."""

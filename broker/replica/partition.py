@@ -94,6 +94,13 @@ class Partition:
         return self.state.leader_epoch
 
     @property
+    def under_min_isr(self) -> bool:
+        """Fewer in-sync replicas than ``min.insync.replicas``: an acks=all write would
+        not be on enough of them to survive, so it is refused (before the append) or
+        reported (after it)."""
+        return len(self.state.isr) < self.state.min_insync_replicas()
+
+    @property
     def log_end_offset(self) -> int:
         return self.log.log_end_offset
 
@@ -211,7 +218,7 @@ class Partition:
                 f"Topic {self.topic} is a mirror topic and accepts no produce requests "
                 f"until partition {self.index} is STOPPED",
             )
-        if required_acks == -1 and len(self.state.isr) < self.state.min_insync_replicas():
+        if required_acks == -1 and self.under_min_isr:
             raise KafkaError(
                 ErrorCode.NOT_ENOUGH_REPLICAS,
                 f"The ISR of {self.topic}-{self.index} has {len(self.state.isr)} replicas, "
