@@ -63,6 +63,7 @@ from mirrorsim.client.admin_types import (
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
+    TransactionListing,
 )
 from mirrorsim.client.cluster import BrokerInfo, ClusterClient, CoordinatorType, RequestSpec
 from mirrorsim.client.config import ClientConfig
@@ -105,6 +106,7 @@ class ApiKey:
     ALTER_USER_SCRAM_CREDENTIALS = 51
     UPDATE_FEATURES = 57
     DESCRIBE_CLUSTER = 60
+    LIST_TRANSACTIONS = 66
     CONSUMER_GROUP_DESCRIBE = 69
     SHARE_GROUP_DESCRIBE = 77
     DESCRIBE_SHARE_GROUP_OFFSETS = 90
@@ -590,6 +592,35 @@ class Admin:
             return sorted(
                 {g.group_id: g for groups in per_broker for g in groups}.values(),
                 key=lambda g: g.group_id,
+            )
+
+        return await self.cluster.retrying(attempt)
+
+    # Transactions (KIP-664)
+
+    async def list_transactions(self, states: Iterable[str] = ()) -> list[TransactionListing]:
+        """ListTransactions to every broker (each lists the transactional ids it
+        coordinates), in ``states`` when given (Kafka's names: ``Ongoing``,
+        ``PrepareCommit``, ``CompleteCommit``...), sorted by transactional id."""
+        filters = list(states)
+
+        async def from_broker(node_id: int) -> list[TransactionListing]:
+            spec = RequestSpec(
+                ApiKey.LIST_TRANSACTIONS, {"state_filters": filters, "producer_id_filters": []}
+            )
+            response = await self.cluster.send_to_node(node_id, spec)
+            raise_for_error(response.error_code)
+            return [
+                TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
+                for t in response.transaction_states
+            ]
+
+        async def attempt() -> list[TransactionListing]:
+            await self.cluster.refresh_metadata([])
+            per_broker = await asyncio.gather(*(from_broker(n) for n in self.cluster.brokers))
+            return sorted(
+                {t.transactional_id: t for listed in per_broker for t in listed}.values(),
+                key=lambda t: t.transactional_id,
             )
 
         return await self.cluster.retrying(attempt)

@@ -166,6 +166,15 @@ class ConsumerGroupListing:
 
 
 @dataclass(frozen=True, slots=True)
+class TransactionListing:
+    """One transactional id as its coordinator lists it (ListTransactions)."""
+
+    transactional_id: str
+    producer_id: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
 class MemberDescription:
     member_id: str
     group_instance_id: str | None

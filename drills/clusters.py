@@ -167,9 +167,17 @@ class InProcessCluster(DrillCluster):
             await self.kill_broker(self.runner.brokers[-1].broker_id)
 
     async def kill_broker(self, broker_id: int) -> None:
+        """Stop ``broker_id`` as a crash would: no controlled shutdown, and no answer to
+        a request it holds. A drained follower fetch parked at this leader would hand
+        the follower the leader's last writes as it goes, which a killed process never
+        does."""
         broker = self.broker(broker_id)
         self.runner.brokers.remove(broker)
-        broker.static_configs = {**broker.static_configs, "controlled.shutdown.enable": "false"}
+        broker.static_configs = {
+            **broker.static_configs,
+            "controlled.shutdown.enable": "false",
+            "shutdown.drain.timeout.ms": "0",
+        }
         await broker.stop()
 
     async def stop_broker(self, broker_id: int) -> None:

@@ -50,14 +50,29 @@ CLUSTER_CONFIGS: dict[str, object] = {
 }
 
 
+FOLLOWER_LAG_MS = 200
+"""How long a follower's fetch waits at its leader for data (with replicas)."""
+
+
 def replicated(replication_factor: int) -> dict[str, object]:
     """The cluster configs that give new topics, mirror topics and ``__mirror_state``
-    ``replication_factor`` replicas (the explorer's default is one)."""
+    ``replication_factor`` replicas (the explorer's default is one).
+
+    Their followers lag: a fetch waits for more bytes than any schedule writes
+    (``replica.fetch.min.bytes``), so it returns only after ``FOLLOWER_LAG_MS``. Every
+    write then stays on its leader alone for up to that long, and a leader that stops
+    in that time (a broker down, a restart) hands over to a follower without it. A write
+    the product acts on before its ISR has it (a transaction marker, a
+    MIRROR_PID_RESET, a mirror state record) is then lost in a fair share of the
+    schedules that stop its leader, instead of in the rare one that stops it within a
+    follower's next fetch."""
     if replication_factor == 1:
         return {}
     return {
         "default.replication.factor": replication_factor,
         "mirror.topic.replication.factor": replication_factor,
+        "replica.fetch.min.bytes": 1_048_576,
+        "replica.fetch.wait.max.ms": FOLLOWER_LAG_MS,
     }
 
 

@@ -16,6 +16,10 @@ must settle within the stated bound; a mirror that still mirrors must catch up. 
 - acls-survive / configs-survive: what was granted on the writable side is still there
   after several sync cycles, unless a mirror took the topic over again.
 - read-committed-no-aborted: a read_committed consumer sees no aborted record.
+- read-committed-sees-committed: it sees every committed record the log still holds (a
+  lost commit marker leaves the last stable offset below it for good).
+- pid-reset-survives: the MIRROR_PID_RESET a remove wrote stays in the log until a mirror
+  copies into the topic again.
 - operations-settle: checked by the steps that wait and here after the restore.
 """
 
@@ -30,9 +34,11 @@ from mirrorsim.client.admin_types import ResourceType as AclResourceType
 from mirrorsim.drills.chaos.journal import (
     ABORTED,
     ACLS,
+    COMMITTED,
     CONFIGS,
     CONVERGED,
     EPOCHS,
+    FENCED,
     LOST,
     SETTLES,
     WRITABLE,
@@ -79,8 +85,9 @@ async def chaos_check(ctx: DrillContext) -> None:
     _check_acks(entry, logs)
     _check_fences(entry, logs)
     _check_epochs(entry, logs)
+    _check_resets_survive(entry, logs)
     await _check_convergence(ctx, entry, logs)
-    await _check_aborted(ctx, entry)
+    await _check_read_committed(ctx, entry, logs)
     names = sorted({v.invariant for v in entry.violations})
     ctx.record("chaos_violations", names)
     ctx.record("chaos_details", [f"{v.invariant}: {v.detail}" for v in entry.violations])
@@ -443,8 +450,14 @@ async def _config_value(ctx: DrillContext, grant: Grant) -> str | None:
     return None if entry is None else entry.value
 
 
-async def _check_aborted(ctx: DrillContext, entry: ChaosJournal) -> None:
-    if not entry.aborted:
+async def _check_read_committed(
+    ctx: DrillContext, entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]
+) -> None:
+    """A read_committed consumer (to the last stable offset) sees no record of an
+    aborted transaction, and every record of a committed one that the log still holds
+    at its acknowledged offset: a commit marker the partition lost leaves the
+    transaction open, and the last stable offset stops below it for good."""
+    if not entry.aborted and not entry.committed:
         return
     topics = {(a.cluster, a.topic) for a in entry.acks}
     for cluster, topic in sorted(topics):
@@ -458,6 +471,50 @@ async def _check_aborted(ctx: DrillContext, entry: ChaosJournal) -> None:
             entry.violate(
                 ABORTED,
                 f"{cluster}/{topic}: read_committed saw {len(leaked)} aborted record(s)",
+            )
+        held = _committed_held(entry, logs, cluster, topic)
+        hidden = sorted(held - seen)
+        if hidden:
+            entry.violate(
+                COMMITTED,
+                f"{cluster}/{topic}: read_committed missed {len(hidden)} committed "
+                f"record(s) the log holds, first {hidden[0]}",
+            )
+
+
+def _committed_held(
+    entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords], cluster: str, topic: str
+) -> set[str]:
+    log = logs.get((cluster, topic))
+    if log is None:
+        return set()
+    return {
+        ack.values[0]
+        for ack in entry.acks
+        if (ack.cluster, ack.topic) == (cluster, topic)
+        and ack.values[0] in entry.committed
+        and log.values.get(ack.offset) == ack.values[0]
+    }
+
+
+def _check_resets_survive(entry: ChaosJournal, logs: dict[tuple[str, str], LogRecords]) -> None:
+    """A remove that reached STOPPED left a MIRROR_PID_RESET past the log end it found,
+    and the log keeps one there until a mirror starts copying into it again (whose LME
+    cut may take it): a leader that took over without it would keep the source's
+    producers in its producer state, whose ids the cluster's own producers may get."""
+    for removal in entry.removes:
+        if removal.pid_reset_offset is None:
+            continue
+        if entry.started_after(removal.cluster, removal.topic, removal.step):
+            continue
+        log = logs.get((removal.cluster, removal.topic))
+        if log is None:
+            continue
+        if not any(offset >= removal.log_end_before for offset, _ in log.pid_resets):
+            entry.violate(
+                FENCED,
+                f"{removal.cluster}/{removal.topic}: the MIRROR_PID_RESET written at "
+                f"{removal.pid_reset_offset} (step {removal.step}) is gone",
             )
 
 

@@ -20,7 +20,20 @@ SETTLES = "operations-settle"
 ACLS = "acls-survive"
 CONFIGS = "configs-survive"
 ABORTED = "read-committed-no-aborted"
-INVARIANTS = (LOST, WRITABLE, CONVERGED, EPOCHS, SETTLES, ACLS, CONFIGS, ABORTED)
+COMMITTED = "read-committed-sees-committed"
+FENCED = "pid-reset-survives"
+INVARIANTS = (
+    LOST,
+    WRITABLE,
+    CONVERGED,
+    EPOCHS,
+    SETTLES,
+    ACLS,
+    CONFIGS,
+    ABORTED,
+    COMMITTED,
+    FENCED,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +124,9 @@ class ChaosJournal:
     """Every config alter sent, answered or not (a timed-out one may still have been
     applied): any of them replaces what an earlier grant set."""
     aborted: set[str] = field(default_factory=set)
+    committed: set[str] = field(default_factory=set)
+    """Values of committed transactions: a read_committed consumer must see each one
+    the final log still holds."""
     violations: list[Violation] = field(default_factory=list)
     divergence: list[Divergence] = field(default_factory=list)
     faults: int = 0

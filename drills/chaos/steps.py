@@ -62,6 +62,7 @@ ADD_RETRY_S = 3.0
 """An add is asked again (a broker that has not yet seen a new mirror closes the
 connection) for this long; unanswered, it may still land later."""
 REFUSALS = (KafkaError, OSError, TimeoutError, DrillTimeout)
+TRANSACTION_COMPLETE = ("CompleteCommit", "CompleteAbort")
 CHAOS_ADMIN = {"default.api.timeout.ms": "3000", "request.timeout.ms": "2000"}
 
 
@@ -438,6 +439,7 @@ async def chaos_transaction(
         if not commit:
             await producer.abort_transaction()
             entry.aborted.update(values)
+            await _completed(ctx.cluster(cluster), f"chaos-{topic}-{entry.step}")
             return
         await producer.commit_transaction()
     except Exception:
@@ -448,6 +450,28 @@ async def chaos_transaction(
             await producer.stop()
     for value, offset in zip(values, offsets, strict=True):
         entry.acks.append(AckedWrite(entry.step, cluster, topic, PARTITION, offset, (value,), None))
+    entry.committed.update(values)
+    await _completed(ctx.cluster(cluster), f"chaos-{topic}-{entry.step}")
+
+
+async def _completed(cluster: DrillCluster, transactional_id: str) -> None:
+    """Wait until the coordinator lists the transaction complete: its markers are
+    written and answered. The step ends there, so a fault drawn next lands right after
+    the coordinator acted on the markers, while a lagging follower may not have them.
+    A coordinator that cannot be asked, or does not complete in time, ends the wait:
+    the final checks judge the transaction."""
+    with contextlib.suppress(*REFUSALS):
+        await wait_until(
+            lambda: _listed_complete(cluster, transactional_id),
+            SETTLE_S,
+            f"transaction {transactional_id} complete",
+        )
+
+
+async def _listed_complete(cluster: DrillCluster, transactional_id: str) -> bool:
+    async with _admin(cluster) as admin:
+        listed = await admin.list_transactions(TRANSACTION_COMPLETE)
+    return any(t.transactional_id == transactional_id for t in listed)
 
 
 @_counted

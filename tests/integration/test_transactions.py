@@ -16,6 +16,8 @@ from aiokafka.errors import KafkaError as AioKafkaError
 from aiokafka.errors import ProducerFenced
 from confluent_kafka import Consumer, KafkaException, Producer
 
+from mirrorsim.client import Admin
+from mirrorsim.client.admin_types import TransactionListing
 from mirrorsim.client.connection import BrokerConnection
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode
@@ -345,3 +347,28 @@ async def test_operator_apis(cluster: Any, topic: str, wait_for: Any) -> None:
     stable = await send_raw(cluster.bootstrap, 9, 7, fetch)
     (partition,) = stable.topics[0].partitions
     assert (partition.error_code, partition.committed_offset) == (ErrorCode.NONE, 1)
+
+
+async def test_admin_lists_transactions_by_state(cluster: Any, topic: str, wait_for: Any) -> None:
+    """``Admin.list_transactions`` asks every broker and filters by state: an open
+    transaction is Ongoing, and the same id is CompleteCommit once its markers are in."""
+    producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap, transactional_id="tx-listed")
+    await producer.start()
+    async with Admin(bootstrap=cluster.bootstrap) as admin:
+        try:
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"open")
+            assert [(t.transactional_id, t.state) for t in await admin.list_transactions()] == [
+                ("tx-listed", "Ongoing")
+            ]
+            assert await admin.list_transactions(["CompleteCommit"]) == []
+            await producer.commit_transaction()
+        finally:
+            await producer.stop()
+
+        async def complete() -> list[TransactionListing]:
+            return await admin.list_transactions(["CompleteCommit"])
+
+        (listed,) = await wait_for(complete, message="the transaction listed complete")
+    assert listed.transactional_id == "tx-listed"
+    assert listed.producer_id >= 0
