@@ -209,6 +209,12 @@ class Broker:
             self._periodic(
                 "log retention", "log.retention.check.interval.ms", self._delete_old_segments
             ),
+            self._periodic(
+                "leader balancing",
+                "leader.imbalance.check.interval.seconds",
+                self.cluster_controller.balance_leaders,
+                fraction=1000.0,
+            ),
         ]
         if self.config("log.cleaner.enable"):
             self._jobs.append(
@@ -527,10 +533,13 @@ class Broker:
         self,
         name: str,
         interval_config: str,
-        work: Callable[[], Awaitable[None]],
+        work: Callable[[], Awaitable[object]],
         *,
         fraction: float = 1.0,
     ) -> asyncio.Task[None]:
+        """Run ``work`` every ``interval_config`` times ``fraction`` milliseconds (a
+        ``fraction`` of 1000 for a config in seconds), read afresh each time."""
+
         async def loop() -> None:
             while True:
                 await asyncio.sleep(int(self.config(interval_config)) * fraction / 1000)

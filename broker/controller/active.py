@@ -9,6 +9,11 @@ where the topic's ``unclean.leader.election.enable`` allows it. Each change is o
 compare-and-set write fenced by the lease, followed by a metadata refresh of this broker;
 the other brokers see it at their next refresh.
 
+Leader balancing: with ``auto.leader.rebalance.enable`` (the default), the active
+controller moves each partition back to its preferred replica (the first of its
+assignment) once that one is live and in the ISR again, each
+``leader.imbalance.check.interval.seconds``, as Kafka's KRaft controller does.
+
 Controlled shutdown: a stopping broker gives up the lease, unregisters (so it is no
 longer live) and waits until the active controller has moved its leaderships away and
 taken it out of every ISR that has another live member, as KRaft's controlled shutdown
@@ -37,6 +42,7 @@ from mirrorsim.broker.controller.election import (
     elect_leader,
     may_unfence,
     plan_partition,
+    rebalanced,
 )
 from mirrorsim.broker.controller.lease import ControllerLease, LeaseState
 from mirrorsim.broker.metadata.models import PartitionAssignment
@@ -48,6 +54,10 @@ from mirrorsim.protocol.errors import ErrorCode, KafkaError
 log = logging.getLogger(__name__)
 
 UNCLEAN_CONFIG = "unclean.leader.election.enable"
+MAX_ELECTIONS_PER_PASS = 1000
+"""Kafka's ``maxElectionsPerImbalance``: a leader balancing pass elects at most this many
+preferred leaders, and the next pass follows at once, so that a broker coming back to
+100,000 partitions does not move them in one go."""
 TopicPartition = tuple[str, int]
 
 
@@ -269,6 +279,52 @@ class ClusterController:
         if any(result is None for result in results.values()):
             await self._on_change()
         return results
+
+    # -- leader balancing (auto.leader.rebalance.enable) ---------------------------------
+
+    async def balance_leaders(self) -> int:
+        """As the active controller with ``auto.leader.rebalance.enable``, move every
+        partition back to its preferred replica where that one is live and in the ISR
+        (``rebalanced``): after a broker restarts, the others keep its leaderships until
+        this pass, each ``leader.imbalance.check.interval.seconds``. At most
+        ``MAX_ELECTIONS_PER_PASS`` per pass, passes back to back until none is left.
+        Returns how many leaders moved."""
+        moved = 0
+        while self._config("auto.leader.rebalance.enable"):
+            state = self.lease_state
+            if state is None or not state.is_held_by(self.broker_id, self._clock()):
+                break
+            snapshot = await asyncio.to_thread(self._store.snapshot)
+            now = self._clock()
+            live = self._live(snapshot, now)
+            planned = [
+                (topic.name, current, elected)
+                for topic in snapshot.topics.values()
+                for current in topic.partitions
+                if (elected := rebalanced(current, live)) is not None
+            ][:MAX_ELECTIONS_PER_PASS]
+            fence = ControllerFence(self.broker_id, state.controller_epoch, now)
+            written = 0
+            for topic_name, current, elected in planned:
+                if await asyncio.to_thread(
+                    self.writer.compare_and_set, topic_name, current, elected, fence=fence
+                ):
+                    written += 1
+                    log.info(
+                        "controller %d: %s-%d back to its preferred leader %d->%d epoch %d",
+                        self.broker_id,
+                        topic_name,
+                        current.partition,
+                        current.leader,
+                        elected.leader,
+                        elected.leader_epoch,
+                    )
+            if written:
+                moved += written
+                await self._on_change()
+            if len(planned) < MAX_ELECTIONS_PER_PASS or not written:
+                break
+        return moved
 
     # -- AlterPartition from this broker's leaders ------------------------------------
 

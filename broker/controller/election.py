@@ -6,6 +6,8 @@ Kafka's rules:
   when no ISR member is live, the first live replica; the ISR becomes just that replica
   and everything it lacks is lost;
 - preferred election: the first replica of the assignment, if it is live and in the ISR;
+  the active controller also runs it on its own (``auto.leader.rebalance.enable``) for
+  every partition led elsewhere whose preferred replica is back (``rebalanced``);
 - a broker that is no longer live leaves the ISR, except the last member: the ISR never
   becomes empty, so that replica can become leader again cleanly when it comes back;
 - every leader change (to ``NO_LEADER`` too) bumps the leader epoch;
@@ -70,6 +72,16 @@ def may_unfence(
         if broker_id in partition.isr and any(r != broker_id and r in live for r in partition.isr):
             return False
     return True
+
+
+def rebalanced(current: PartitionAssignment, live: Collection[int]) -> PartitionAssignment | None:
+    """The partition led by its preferred replica, when another replica leads it and the
+    preferred one is live and in the ISR (Kafka's KRaft controller, which has no
+    per-broker imbalance threshold); otherwise None."""
+    preferred = current.replicas[0] if current.replicas else NO_LEADER
+    if current.leader == preferred or preferred not in live or preferred not in current.isr:
+        return None
+    return _with_leader(current, preferred, current.isr)
 
 
 def elect_leader(

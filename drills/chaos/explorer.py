@@ -65,7 +65,12 @@ def replicated(replication_factor: int) -> dict[str, object]:
     the product acts on before its ISR has it (a transaction marker, a
     MIRROR_PID_RESET, a mirror state record) is then lost in a fair share of the
     schedules that stop its leader, instead of in the rare one that stops it within a
-    follower's next fetch."""
+    follower's next fetch.
+
+    Leaders also move while both brokers run: the controller hands each partition back
+    to its preferred replica every second (``leader.imbalance.check.interval.seconds``)
+    once that one is in sync again after a restart, so the old leader keeps running as
+    a follower of the partitions it led."""
     if replication_factor == 1:
         return {}
     return {
@@ -73,6 +78,7 @@ def replicated(replication_factor: int) -> dict[str, object]:
         "mirror.topic.replication.factor": replication_factor,
         "replica.fetch.min.bytes": 1_048_576,
         "replica.fetch.wait.max.ms": FOLLOWER_LAG_MS,
+        "leader.imbalance.check.interval.seconds": 1,
     }
 
 

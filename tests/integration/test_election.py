@@ -150,3 +150,52 @@ async def test_elect_leaders_preferred_moves_leadership_back(
     assert row.leader_epoch == 2
     await wait_for(lambda: broker(cluster, 1).replica_manager.partition(TOPIC, 0).is_leader)
     assert (await produce(broker(cluster, 1), [b"back"]))[0] == ErrorCode.NONE
+
+
+async def test_the_controller_moves_leadership_back_to_the_preferred_replica_on_its_own(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """``auto.leader.rebalance.enable`` (Kafka's default): once the restarted preferred
+    replica is back in the ISR, the active controller's next balancing pass makes it the
+    leader again, with no ElectLeaders from anyone."""
+    cluster = await start_cluster(
+        brokers=3, configs={**FAST, "leader.imbalance.check.interval.seconds": 1}
+    )
+    await create_topic(cluster)
+    await stop(cluster, 1)
+    await wait_for(lambda: partition_row(cluster).leader == 2)
+    await restart(cluster, 1)
+    row = await wait_for(
+        lambda: (r := partition_row(cluster)).leader == 1 and r,
+        timeout=15.0,
+        message="the preferred replica leads again",
+    )
+    assert (row.leader_epoch, set(row.isr)) == (2, {1, 2, 3})
+    await wait_for(lambda: broker(cluster, 1).replica_manager.partition(TOPIC, 0).is_leader)
+    assert (await produce(broker(cluster, 1), [b"back"]))[0] == ErrorCode.NONE
+
+
+async def test_a_balancing_pass_moves_nothing_when_auto_rebalance_is_off(
+    start_cluster: Any, wait_for: Any
+) -> None:
+    """The same restart with ``auto.leader.rebalance.enable=false``: a balancing pass run
+    on the active controller moves nothing, and the same pass with the config on moves
+    exactly the one partition (run by hand, so the test waits on nothing but the ISR)."""
+    cluster = await start_cluster(
+        brokers=3, configs={**FAST, "auto.leader.rebalance.enable": "false"}
+    )
+    await create_topic(cluster)
+    await stop(cluster, 1)
+    await wait_for(lambda: partition_row(cluster).leader == 2)
+    await restart(cluster, 1)
+    await wait_for(lambda: set(partition_row(cluster).isr) == {1, 2, 3})
+    await wait_for(lambda: controller_index(cluster) >= 0)
+    controller = cluster.brokers[controller_index(cluster)]
+    assert await controller.cluster_controller.balance_leaders() == 0
+    assert partition_row(cluster).leader == 2
+    controller.static_configs = {
+        **controller.static_configs,
+        "auto.leader.rebalance.enable": "true",
+    }
+    assert await controller.cluster_controller.balance_leaders() == 1
+    await wait_for(lambda: partition_row(cluster).leader == 1)

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mirrorsim.broker.controller import NO_LEADER, ElectionType, elect_leader, plan_partition
-from mirrorsim.broker.controller.election import may_unfence
+from mirrorsim.broker.controller.election import may_unfence, rebalanced
 from mirrorsim.broker.metadata.models import PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 
@@ -128,3 +128,21 @@ def test_a_broker_still_leading_or_in_a_shared_isr_stays_fenced() -> None:
     assert may_unfence(1, [PartitionAssignment(0, (1, 2), 2, 3, (2,))], {2})
     # the last ISR member keeps its place and leads again once unfenced
     assert may_unfence(1, [PartitionAssignment(0, (1, 2), NO_LEADER, 4, (1, 2))], set())
+
+
+@given(partitions(), live_sets)
+def test_balancing_elects_only_a_live_in_sync_preferred_replica(
+    current: PartitionAssignment, live: set[int]
+) -> None:
+    """``rebalanced``: the preferred replica, when it is live, in the ISR and not the
+    leader already; the ISR kept and the epoch bumped; a balanced partition stays put."""
+    balanced = rebalanced(current, live)
+    preferred = current.replicas[0]
+    eligible = current.leader != preferred and preferred in live and preferred in current.isr
+    if not eligible:
+        assert balanced is None
+        return
+    assert balanced is not None
+    assert (balanced.leader, balanced.isr) == (preferred, current.isr)
+    assert balanced.leader_epoch == current.leader_epoch + 1
+    assert rebalanced(balanced, live) is None
