@@ -586,13 +586,19 @@ class Admin:
                 for g in response.groups
             ]
 
-        async def attempt() -> list[ConsumerGroupListing]:
+        return await self._from_every_broker(from_broker, lambda g: g.group_id)
+
+    async def _from_every_broker(
+        self, ask: Callable[[int], Awaitable[list[T]]], key: Callable[[T], str]
+    ) -> list[T]:
+        """``ask`` every broker of fresh metadata (each answers for what it coordinates),
+        merged by ``key`` and sorted by it; retried as a whole."""
+
+        async def attempt() -> list[T]:
             await self.cluster.refresh_metadata([])
-            per_broker = await asyncio.gather(*(from_broker(n) for n in self.cluster.brokers))
-            return sorted(
-                {g.group_id: g for groups in per_broker for g in groups}.values(),
-                key=lambda g: g.group_id,
-            )
+            per_broker = await asyncio.gather(*(ask(n) for n in self.cluster.brokers))
+            merged = {key(item): item for listed in per_broker for item in listed}
+            return sorted(merged.values(), key=key)
 
         return await self.cluster.retrying(attempt)
 
@@ -615,15 +621,7 @@ class Admin:
                 for t in response.transaction_states
             ]
 
-        async def attempt() -> list[TransactionListing]:
-            await self.cluster.refresh_metadata([])
-            per_broker = await asyncio.gather(*(from_broker(n) for n in self.cluster.brokers))
-            return sorted(
-                {t.transactional_id: t for listed in per_broker for t in listed}.values(),
-                key=lambda t: t.transactional_id,
-            )
-
-        return await self.cluster.retrying(attempt)
+        return await self._from_every_broker(from_broker, lambda t: t.transactional_id)
 
     async def describe_consumer_groups(
         self, group_ids: Iterable[str]
