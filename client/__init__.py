@@ -50,6 +50,7 @@ from mirrorsim.client.admin_types import (
     SupportedVersionRange,
     TopicDescription,
     TopicPartition,
+    TransactionListing,
     quota_entity,
 )
 from mirrorsim.client.cluster import ClusterClient, RequestSpec
@@ -115,6 +116,7 @@ __all__ = [
     "SyncAdmin",
     "TopicDescription",
     "TopicPartition",
+    "TransactionListing",
     "UpgradeType",
     "quota_entity",
 ]

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         SharePartitionOffsetInfo,
         TopicDescription,
         TopicPartition,
+        TransactionListing,
     )
     from mirrorsim.client.cluster import ClusterClient
 
@@ -177,6 +178,10 @@ class SyncAdmin:
     def list_consumer_groups(self) -> list[ConsumerGroupListing]:
         """Blocks on :meth:`Admin.list_consumer_groups`."""
         return self._run(self._admin.list_consumer_groups())
+
+    def list_transactions(self, states: Iterable[str] = ()) -> list[TransactionListing]:
+        """Blocks on :meth:`Admin.list_transactions`."""
+        return self._run(self._admin.list_transactions(states))
 
     def describe_consumer_groups(
         self, group_ids: Iterable[str]
