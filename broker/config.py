@@ -506,7 +506,6 @@ BROKER_CONFIGS: dict[str, ConfigDef] = {
         _broker(
             "leader.imbalance.check.interval.seconds", T.LONG, "300", at_least(1), read_only=True
         ),
-        _broker("leader.imbalance.per.broker.percentage", T.INT, "10", at_least(0), read_only=True),
         _broker("broker.heartbeat.interval.ms", T.INT, "2000", at_least(1), read_only=True),
         _broker("broker.session.timeout.ms", T.INT, "9000", at_least(1), read_only=True),
         _broker("metadata.refresh.interval.ms", T.INT, "500", at_least(1), read_only=True),

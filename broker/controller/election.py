@@ -89,16 +89,16 @@ def elect_leader(
 ) -> PartitionAssignment:
     """ElectLeaders for one partition; raises ``KafkaError`` with Kafka's per-partition code."""
     if election_type is ElectionType.PREFERRED:
-        preferred = current.replicas[0]
-        if current.leader == preferred:
+        if current.leader == current.replicas[0]:
             raise KafkaError(ErrorCode.ELECTION_NOT_NEEDED)
-        if preferred not in live or preferred not in current.isr:
+        elected = rebalanced(current, live)
+        if elected is None:
             raise KafkaError(
                 ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                 f"Failed to elect leader for partition {current.partition} under strategy "
                 "PreferredReplicaPartitionLeaderElectionStrategy",
             )
-        return _with_leader(current, preferred, current.isr)
+        return elected
     if current.leader in live:
         raise KafkaError(ErrorCode.ELECTION_NOT_NEEDED)
     elected = plan_partition(current, live, unclean_allowed=True)
