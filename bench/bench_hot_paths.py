@@ -1,12 +1,15 @@
 """Hot paths outside mirroring: epoch checkpoint writes, request error metrics, frame
-splitting, Metadata → cluster view, request building.
+splitting, Metadata → cluster view, request building, Produce and Fetch responses,
+request metrics.
 
 Run: ``.venv/bin/python -m mirrorsim.bench.bench_hot_paths [--quick]``
 
 Each row times the current code and a baseline in the same process: the baseline is the
 straightforward way the same result was computed before (a checkpoint write per
 truncation, a walk over every field of every nested message, a frame copied out of a
-slice of the buffer, every id converted one by one), kept here only as the yardstick.
+slice of the buffer, every id converted one by one, a response built as kio entities and
+encoded by kio, a labelled metric looked up per observation), kept here only as the
+yardstick.
 Results go to bench/results/hot_paths.json and hot_paths.md with the command.
 """
 
@@ -30,18 +33,30 @@ from typing import Any
 from kio.schema.errors import ErrorCode as KioErrorCode
 from kio.schema.metadata.v12 import response as metadata
 from kio.static.primitive import i32
+from prometheus_client import CollectorRegistry
 
 from mirrorsim.broker.log.epoch_cache import LeaderEpochFileCache
-from mirrorsim.broker.metrics.requests import error_counts
+from mirrorsim.broker.metrics.requests import RequestMetrics, RequestTimes, api_name, error_counts
 from mirrorsim.client.cluster import (
     ClusterMetadata,
     PartitionInfo,
     TopicInfo,
     _metadata_from_response,
 )
-from mirrorsim.protocol.builder import build_request
-from mirrorsim.protocol.errors import error_code_from_wire
-from mirrorsim.protocol.framing import FrameAssembler
+from mirrorsim.protocol.builder import build, build_request
+from mirrorsim.protocol.errors import ErrorCode, error_code_from_wire
+from mirrorsim.protocol.framing import FrameAssembler, encode_response_buffers
+from mirrorsim.protocol.messages.fetch_response import (
+    FetchPartitionData,
+    FetchResponseBody,
+    FetchTopicData,
+)
+from mirrorsim.protocol.messages.produce_response import (
+    PartitionProduceOutcome,
+    ProduceResponseBody,
+    TopicProduceOutcome,
+)
+from mirrorsim.protocol.registry import response_class
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 _SIZE = struct.Struct(">i")
@@ -251,7 +266,7 @@ def bench_builder(repeat: int) -> Row:
     request_type = type(build_request(3, 12, fields))
 
     def uncached() -> None:
-        from mirrorsim.client import builder
+        from mirrorsim.protocol import builder
 
         builder._plan.cache_clear()
         builder.build(request_type, fields)
@@ -260,6 +275,128 @@ def bench_builder(repeat: int) -> Row:
         "client: Metadata request for 200 topics (baseline resolves field types per call)",
         _time_us(lambda: build_request(3, 12, fields), repeat),
         _time_us(uncached, repeat),
+    )
+
+
+# -- Produce and Fetch responses ------------------------------------------------------
+
+PARTITIONS_PER_RESPONSE = 16
+PRODUCE_VERSION = 9
+FETCH_VERSION = 17
+BATCH = bytes(16_384)
+
+
+def bench_produce_response(repeat: int) -> Row:
+    outcomes = [PartitionProduceOutcome(p, 0, 1000 + p, -1, 0) for p in range(16)]
+    ours = ProduceResponseBody(PRODUCE_VERSION, [TopicProduceOutcome("t", None, outcomes)])
+    cls = response_class(0, PRODUCE_VERSION)
+
+    def kio() -> object:
+        fields = {
+            "responses": [
+                {
+                    "name": "t",
+                    "partition_responses": [
+                        {
+                            "index": o.index,
+                            "error_code": ErrorCode.NONE,
+                            "base_offset": o.base_offset,
+                            "log_append_time": None,
+                            "log_start_offset": o.log_start_offset,
+                            "record_errors": (),
+                            "error_message": None,
+                        }
+                        for o in outcomes
+                    ],
+                }
+            ],
+            "throttle_time": datetime.timedelta(0),
+        }
+        return encode_response_buffers(
+            build(cls, fields), api_version=PRODUCE_VERSION, correlation_id=1
+        )
+
+    def encoded() -> object:
+        return encode_response_buffers(ours, api_version=PRODUCE_VERSION, correlation_id=1)
+
+    assert b"".join(kio()) == b"".join(encoded())
+    return Row(
+        f"broker: Produce response of {PARTITIONS_PER_RESPONSE} partitions "
+        "(encoded from the outcomes vs kio entities built and encoded)",
+        _time_us(encoded, repeat),
+        _time_us(kio, repeat),
+    )
+
+
+def bench_fetch_response(repeat: int) -> Row:
+    reads = [
+        FetchPartitionData(p, 0, 5000, 5000, 0, (), records=BATCH, mirror_leader_epoch=3)
+        for p in range(PARTITIONS_PER_RESPONSE)
+    ]
+    ours = FetchResponseBody(FETCH_VERSION, [FetchTopicData(None, uuid.UUID(int=7), reads)])
+    cls = response_class(1, FETCH_VERSION)
+
+    def kio() -> object:
+        fields = {
+            "throttle_time": datetime.timedelta(0),
+            "error_code": ErrorCode.NONE,
+            "session_id": 0,
+            "responses": [
+                {
+                    "topic_id": uuid.UUID(int=7),
+                    "partitions": [
+                        {
+                            "partition_index": r.partition_index,
+                            "error_code": ErrorCode.NONE,
+                            "high_watermark": r.high_watermark,
+                            "last_stable_offset": r.last_stable_offset,
+                            "log_start_offset": r.log_start_offset,
+                            "aborted_transactions": (),
+                            "preferred_read_replica": -1,
+                            "records": r.records,
+                        }
+                        for r in reads
+                    ],
+                }
+            ],
+        }
+        return encode_response_buffers(
+            build(cls, fields), api_version=FETCH_VERSION, correlation_id=1
+        )
+
+    def encoded() -> object:
+        return encode_response_buffers(ours, api_version=FETCH_VERSION, correlation_id=1)
+
+    assert b"".join(kio()) == b"".join(encoded())
+    return Row(
+        f"broker: Fetch response of {PARTITIONS_PER_RESPONSE} partitions x 16 KiB "
+        "(encoded from the reads vs kio entities built and encoded)",
+        _time_us(encoded, repeat),
+        _time_us(kio, repeat),
+    )
+
+
+def bench_request_metrics(repeat: int) -> Row:
+    """One request's accounting without error codes: three counters and seven timers."""
+    metrics = RequestMetrics(CollectorRegistry())
+    times = RequestTimes(0.001, 0.002, 0.0, 0.0001, 0.0001, 0.0, 0.004)
+
+    def ours() -> None:
+        metrics.observe(0, 9, request_size=1000, response_size=100, response=None)
+        metrics.observe_times(0, 9, times)
+
+    def labelled_per_call() -> None:
+        name = api_name(0, 9)
+        metrics.requests.labels(name, "9").inc()
+        metrics.request_bytes.labels(name).inc(1000)
+        metrics.response_bytes.labels(name).inc(100)
+        for field, histogram in metrics.timers.items():
+            histogram.labels(name).observe(getattr(times, field))
+
+    return Row(
+        "broker: request metrics of one request (series looked up once vs labels() per call)",
+        _time_us(ours, repeat * 10),
+        _time_us(labelled_per_call, repeat * 10),
     )
 
 
@@ -273,6 +410,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = [bench_epoch_truncation(Path(tmp), max(repeat // 5, 5))]
     rows += [bench_error_counts(repeat), *bench_frames(repeat), bench_metadata(repeat)]
     rows.append(bench_builder(repeat))
+    rows += [bench_produce_response(repeat), bench_fetch_response(repeat)]
+    rows.append(bench_request_metrics(repeat))
     command = shlex.join([".venv/bin/python", "-m", "mirrorsim.bench.bench_hot_paths", *arguments])
     document = {
         "command": command,

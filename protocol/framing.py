@@ -27,7 +27,7 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
-from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
+from mirrorsim.protocol.messages.encoded_response import EncodedResponse
 from mirrorsim.protocol.registry import request_class, response_class
 from mirrorsim.protocol.schema_reader import schema_reader, tolerant_reader
 
@@ -142,19 +142,23 @@ def encode_response_buffers(body: Any, *, api_version: int, correlation_id: int)
 
     A Fetch response is mostly record sets read from segment files: they go out as the
     very buffers the log returned, so the bytes are never copied into an encoder buffer.
-    The buffers are only read, and only until they are handed to the transport. A
-    ``SplicedMetadataResponse`` goes out with its topic entries as they were encoded.
+    The buffers are only read, and only until they are handed to the transport. An
+    ``EncodedResponse`` (a Produce answer, a Metadata answer with kept topic entries)
+    goes out as the parts it encoded.
     """
-    message = body.body if isinstance(body, SplicedMetadataResponse) else body
-    key = int(message.__api_key__)
-    header_cls = _response_header_class(key, message.__flexible__)
+    encoded = isinstance(body, EncodedResponse)
+    if encoded:
+        key, flexible = body.api_key, body.flexible
+    else:
+        key, flexible = int(body.__api_key__), body.__flexible__
+    header_cls = _response_header_class(key, flexible)
     chain = _BufferChain()
     entity_writer(header_cls)(chain, header_cls(correlation_id=i32(correlation_id)))
-    if message is body:
-        entity_writer(type(body))(chain, body)
-    else:
+    if encoded:
         for part in body.encoded_body():
             chain.write(part)
+    else:
+        entity_writer(type(body))(chain, body)
     return chain.frame()
 
 

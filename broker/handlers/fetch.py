@@ -11,6 +11,8 @@ registered since is an incarnation the controller fenced: every partition answer
 STALE_BROKER_EPOCH and its fetch counts for nothing.
 A consumer's response bytes count against its ``consumer_byte_rate``; over the quota it
 gets an empty response with the throttle time and its connection is muted for that time.
+The answer is encoded straight from the reads (``FetchResponseBody``), each record set
+going out as the buffer the log read.
 """
 
 from __future__ import annotations
@@ -22,12 +24,7 @@ from typing import Any
 
 from mirrorsim.broker.auth.enforcement import fetch_denials
 from mirrorsim.broker.handlers.base import RequestContext, handles
-from mirrorsim.broker.handlers.quota_throttle import (
-    as_throttle_time,
-    client_of,
-    record_and_throttle,
-)
-from mirrorsim.broker.handlers.response import NO_THROTTLE, respond
+from mirrorsim.broker.handlers.quota_throttle import client_of, record_and_throttle
 from mirrorsim.broker.quotas.entity import CONSUMER_BYTE_RATE
 from mirrorsim.broker.replica import (
     FetchContext,
@@ -42,15 +39,22 @@ from mirrorsim.broker.replica import (
 )
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import FETCH_MIRROR_VERSION
+from mirrorsim.protocol.messages.fetch_response import (
+    FetchPartitionData,
+    FetchResponseBody,
+    FetchTopicData,
+)
 
 FETCH_KEY = 1
 TOPIC_IDS_VERSION = 13
 SESSIONS_VERSION = 7
 REPLICA_STATE_VERSION = 15
+NO_LEADER = (-1, -1)
+NO_DIVERGENCE = (-1, -1)
 
 
 @handles(FETCH_KEY, min_version=4, max_version=FETCH_MIRROR_VERSION)
-async def handle(ctx: RequestContext, body: Any) -> Any:
+async def handle(ctx: RequestContext, body: Any) -> FetchResponseBody:
     manager: ReplicaManager = ctx.broker.replica_manager
     version = ctx.header.api_version
     params = _params(body, version)
@@ -64,15 +68,7 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             session_id, epoch, requested, forgotten, privileged=params.is_from_follower
         )
     except KafkaError as exc:
-        return respond(
-            body,
-            {
-                "throttle_time": NO_THROTTLE,
-                "error_code": exc.code,
-                "session_id": 0,
-                "responses": [],
-            },
-        )
+        return FetchResponseBody(version, [], error_code=exc.code)
     quota_bytes = _consumer_quota_bytes(ctx, params)
     if quota_bytes is not None:
         params = dataclasses.replace(params, max_bytes=max(1, min(params.max_bytes, quota_bytes)))
@@ -92,26 +88,14 @@ async def handle(ctx: RequestContext, body: Any) -> Any:
             outcomes[key] = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID)
     throttle_ms = 0 if params.is_from_follower else _consumer_throttle_ms(ctx, outcomes)
     if throttle_ms > 0:
-        return respond(
-            body,
-            {
-                "throttle_time": as_throttle_time(throttle_ms),
-                "error_code": ErrorCode.NONE,
-                "session_id": context.throttled_session_id(),
-                "responses": [],
-            },
+        return FetchResponseBody(
+            version, [], session_id=context.throttled_session_id(), throttle_ms=throttle_ms
         )
     response_session, included = context.build_response(
         {key: _summary(outcome) for key, outcome in outcomes.items()}
     )
-    return respond(
-        body,
-        {
-            "throttle_time": NO_THROTTLE,
-            "error_code": ErrorCode.NONE,
-            "session_id": response_session,
-            "responses": _topic_responses(manager, included, outcomes),
-        },
+    return FetchResponseBody(
+        version, _topic_responses(manager, included, outcomes), session_id=response_session
     )
 
 
@@ -259,56 +243,44 @@ def _summary(outcome: FetchOutcome) -> PartitionOutcome:
 
 def _topic_responses(
     manager: ReplicaManager, included: list[FetchKey], outcomes: Mapping[FetchKey, FetchOutcome]
-) -> list[dict[str, Any]]:
-    grouped: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+) -> list[FetchTopicData]:
+    grouped: dict[tuple[str, Any], list[FetchPartitionData]] = {}
     for key in included:
         grouped.setdefault((key.topic, key.topic_id), []).append(
             _partition_data(manager, key, outcomes[key])
         )
     return [
-        {"topic": topic, "topic_id": topic_id, "partitions": partitions}
+        FetchTopicData(topic, topic_id, partitions)
         for (topic, topic_id), partitions in grouped.items()
     ]
 
 
 def _partition_data(
     manager: ReplicaManager, key: FetchKey, outcome: FetchOutcome
-) -> dict[str, Any]:
+) -> FetchPartitionData:
     if isinstance(outcome, KafkaError):
-        data: dict[str, Any] = {
-            "partition_index": key.partition,
-            "error_code": outcome.code,
-            "high_watermark": -1,
-            "last_stable_offset": -1,
-            "log_start_offset": -1,
-            "aborted_transactions": None,
-            "records": b"",
-        }
-        if outcome.code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH):
-            data["current_leader"] = _current_leader(manager, key)
-        if outcome.code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH):
-            data["mirror_leader_epoch"] = _mirror_leader_epoch(manager, key)
-        return data
-    data = {
-        "partition_index": key.partition,
-        "error_code": ErrorCode.NONE,
-        "high_watermark": outcome.high_watermark,
-        "last_stable_offset": outcome.last_stable_offset,
-        "log_start_offset": outcome.log_start_offset,
-        "aborted_transactions": None
-        if outcome.aborted_transactions is None
-        else [
-            {"producer_id": pid, "first_offset": first}
-            for pid, first in outcome.aborted_transactions
-        ],
-        "preferred_read_replica": -1,
-        "records": outcome.records,
-        "mirror_leader_epoch": _mirror_leader_epoch(manager, key),
-    }
-    if outcome.diverging_epoch is not None:
-        epoch, end_offset = outcome.diverging_epoch
-        data["diverging_epoch"] = {"epoch": epoch, "end_offset": end_offset}
-    return data
+        code = outcome.code
+        return FetchPartitionData(
+            key.partition,
+            code,
+            current_leader=_current_leader(manager, key)
+            if code in (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+            else NO_LEADER,
+            mirror_leader_epoch=_mirror_leader_epoch(manager, key)
+            if code in (ErrorCode.FENCED_LEADER_EPOCH, ErrorCode.UNKNOWN_LEADER_EPOCH)
+            else -1,
+        )
+    return FetchPartitionData(
+        key.partition,
+        ErrorCode.NONE,
+        outcome.high_watermark,
+        outcome.last_stable_offset,
+        outcome.log_start_offset,
+        outcome.aborted_transactions,
+        records=outcome.records,
+        diverging_epoch=outcome.diverging_epoch or NO_DIVERGENCE,
+        mirror_leader_epoch=_mirror_leader_epoch(manager, key),
+    )
 
 
 def _mirror_leader_epoch(manager: ReplicaManager, key: FetchKey) -> int:
@@ -320,9 +292,9 @@ def _mirror_leader_epoch(manager: ReplicaManager, key: FetchKey) -> int:
         return -1
 
 
-def _current_leader(manager: ReplicaManager, key: FetchKey) -> dict[str, int]:
+def _current_leader(manager: ReplicaManager, key: FetchKey) -> tuple[int, int]:
     try:
         partition = manager.partition(key.topic, key.partition)
     except KafkaError:
-        return {"leader_id": -1, "leader_epoch": -1}
-    return {"leader_id": partition.state.leader, "leader_epoch": partition.leader_epoch}
+        return NO_LEADER
+    return partition.state.leader, partition.leader_epoch

@@ -12,7 +12,7 @@ from mirrorsim.broker.handlers.base import RequestContext
 from mirrorsim.broker.quotas.entity import REQUEST_PERCENTAGE
 from mirrorsim.broker.quotas.manager import SECONDS_TO_PERCENTAGE, Client
 from mirrorsim.protocol.messages.constants import MirrorApiKey
-from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
+from mirrorsim.protocol.messages.encoded_response import EncodedResponse
 
 EXEMPT_API_KEYS = frozenset(
     {
@@ -57,6 +57,6 @@ def apply_request_quota(ctx: RequestContext, response: Any, loop_seconds: float)
     throttle_time = as_throttle_time(throttle_ms)
     if response.throttle_time >= throttle_time:
         return response
-    if isinstance(response, SplicedMetadataResponse):
+    if isinstance(response, EncodedResponse):
         return response.with_throttle_time(throttle_time)
     return dataclasses.replace(response, throttle_time=throttle_time)

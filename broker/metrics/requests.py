@@ -24,7 +24,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from mirrorsim.protocol.errors import error_code_from_wire
-from mirrorsim.protocol.messages.metadata_topics import SplicedMetadataResponse
+from mirrorsim.protocol.messages.encoded_response import EncodedResponse
 from mirrorsim.protocol.registry import request_class
 
 LATENCY_BUCKETS_S = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
@@ -44,8 +44,7 @@ def error_counts(body: Any) -> Tally[str]:
 
     Only the fields whose declared type can hold an ``error_code`` are visited (see
     ``_error_paths``), so a Fetch response's records and a Metadata response's replica
-    lists cost nothing. A Metadata response's pre-encoded topics bring their codes
-    counted.
+    lists cost nothing. A body that encodes itself (``EncodedResponse``) counts its own.
     """
     tally: Tally[str] = Tally()
     pending = [body]
@@ -54,11 +53,9 @@ def error_counts(body: Any) -> Tally[str]:
         if isinstance(node, tuple | list):
             pending.extend(node)
             continue
-        if isinstance(node, SplicedMetadataResponse):
-            pending.append(node.body)
-            for topic in node.topics:
-                for code, count in topic.error_codes:
-                    tally[_error_name(code)] += count
+        if isinstance(node, EncodedResponse):
+            for code, count in node.error_code_counts():
+                tally[_error_name(code)] += count
             continue
         paths = _error_paths(type(node))
         if paths is None:
@@ -146,6 +143,18 @@ TIMERS = (
 """(``RequestTimes`` field, Kafka's name, help) of each request timer."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _ApiSeries:
+    """The labelled series of one API version, looked up once: finding a child by its
+    labels takes a lock and a tuple per call, ten times per request otherwise."""
+
+    name: str
+    requests: Any
+    request_bytes: Any
+    response_bytes: Any
+    timers: tuple[tuple[str, Any], ...]
+
+
 class RequestMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
@@ -182,6 +191,21 @@ class RequestMetrics:
             ["request"],
             registry=registry,
         )
+        self._series: dict[tuple[int, int], _ApiSeries] = {}
+        self._errors: dict[tuple[str, str], Any] = {}
+
+    def _series_of(self, api_key: int, version: int) -> _ApiSeries:
+        series = self._series.get((api_key, version))
+        if series is None:
+            name = api_name(api_key, version)
+            series = self._series[api_key, version] = _ApiSeries(
+                name,
+                self.requests.labels(name, str(version)),
+                self.request_bytes.labels(name),
+                self.response_bytes.labels(name),
+                tuple((field, timer.labels(name)) for field, timer in self.timers.items()),
+            )
+        return series
 
     def observe(
         self,
@@ -193,16 +217,20 @@ class RequestMetrics:
         response: Any,
     ) -> None:
         """Account one handled request; ``response`` is the body (None when none is sent)."""
-        name = api_name(api_key, version)
-        self.requests.labels(name, str(version)).inc()
-        self.request_bytes.labels(name).inc(request_size)
-        self.response_bytes.labels(name).inc(response_size)
+        series = self._series_of(api_key, version)
+        series.requests.inc()
+        series.request_bytes.inc(request_size)
+        series.response_bytes.inc(response_size)
         if response is not None:
             for error, count in error_counts(response).items():
-                self.errors.labels(name, error).inc(count)
+                child = self._errors.get((series.name, error))
+                if child is None:
+                    child = self._errors[series.name, error] = self.errors.labels(
+                        series.name, error
+                    )
+                child.inc(count)
 
     def observe_times(self, api_key: int, version: int, times: RequestTimes) -> None:
         """Account where one request's time went, once its response is sent."""
-        name = api_name(api_key, version)
-        for field, histogram in self.timers.items():
-            histogram.labels(name).observe(max(0.0, getattr(times, field)))
+        for field, histogram in self._series_of(api_key, version).timers:
+            histogram.observe(max(0.0, getattr(times, field)))

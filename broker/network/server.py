@@ -20,6 +20,7 @@ import ssl
 
 from mirrorsim.broker.network.connection import (
     CLOSE_TIMEOUT_S,
+    READ_CHUNK,
     Connection,
     ConnectionLimits,
     Dispatch,
@@ -95,7 +96,7 @@ class KafkaServer:
     async def _serve_accepted(self, sock: socket.socket) -> None:
         """Wrap an accepted socket in streams (completing the TLS handshake) and serve it."""
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(loop=loop)
+        reader = asyncio.StreamReader(READ_CHUNK, loop=loop)
         protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
         try:
             transport, _ = await loop.connect_accepted_socket(

@@ -273,10 +273,12 @@ class ReplicaManager:
         """The partition is not (or no longer) STOPPED here: a mirror topic refuses produce."""
         self._stopped_mirror_partitions.discard((topic, partition))
 
-    async def append_records(
-        self, topic: str, partition: int, records: bytes, *, required_acks: int, timeout_ms: int
-    ) -> AppendResult:
-        """Validate and append one partition's Produce data as leader; wait for acks=all."""
+    def append_produced(
+        self, topic: str, partition: int, records: bytes, *, required_acks: int
+    ) -> tuple[AppendResult, Partition]:
+        """Validate and append one partition's Produce data as leader, at once.
+
+        The result, and the partition to wait on with ``await_isr`` when acks=all."""
         if required_acks not in VALID_ACKS:
             raise KafkaError(ErrorCode.INVALID_REQUIRED_ACKS)
         target = self.partition(topic, partition)
@@ -288,9 +290,11 @@ class ReplicaManager:
         policy = TimestampPolicy.from_topic_config(target.state.configs)
         batches = validate_client_batches(split_produced_batches(records), policy, now)
         try:
-            result = target.append_as_leader(batches, now)
+            return target.append_as_leader(batches, now), target
         except DuplicateSequenceError as exc:
-            return AppendResult(exc.first_offset, exc.last_offset, -1, target.log_start_offset)
+            return AppendResult(
+                exc.first_offset, exc.last_offset, -1, target.log_start_offset
+            ), target
         except InvalidRecordError as exc:
             if exc.record_errors:
                 raise RecordErrorsError(str(exc), exc.record_errors) from exc
@@ -299,22 +303,40 @@ class ReplicaManager:
             raise KafkaError(ErrorCode(exc.error_code), str(exc)) from exc
         except OSError as exc:
             raise storage_error(exc) from exc
+
+    async def append_records(
+        self, topic: str, partition: int, records: bytes, *, required_acks: int, timeout_ms: int
+    ) -> AppendResult:
+        """One partition's Produce data appended as leader; with acks=all, once the ISR
+        has it."""
+        result, target = self.append_produced(
+            topic, partition, records, required_acks=required_acks
+        )
         if required_acks == -1:
-            await self._wait_for_isr(target, result.last_offset, timeout_ms)
+            error = (await self.await_isr([(target, result.last_offset)], timeout_ms))[0]
+            if error is not None:
+                raise error
         return result
 
-    async def _wait_for_isr(self, target: Partition, last_offset: int, timeout_ms: int) -> None:
-        acknowledged = await self._purgatory.wait_until(
-            [(target.topic, target.index)],
-            lambda: self._stopping or not target.is_leader or target.is_acknowledged(last_offset),
-            timeout_ms / 1000,
-        )
-        if not target.is_leader:
-            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-        if not acknowledged or not target.is_acknowledged(last_offset):
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT)
-        if target.under_min_isr:
-            raise KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    async def await_isr(
+        self, appended: list[tuple[Partition, int]], timeout_ms: int
+    ) -> list[KafkaError | None]:
+        """Wait until the ISR of every (partition, last offset) has its append, or the
+        partition is no longer led here, at most ``timeout_ms``: Kafka's DelayedProduce,
+        one wait for all the partitions of a request. What each came to, in order: None
+        when acknowledged."""
+
+        def settled(target: Partition, last_offset: int) -> bool:
+            return not target.is_leader or target.is_acknowledged(last_offset)
+
+        if not all(settled(target, last) for target, last in appended):
+            await self._purgatory.wait_until(
+                [(target.topic, target.index) for target, _ in appended],
+                lambda: self._stopping or all(settled(t, last) for t, last in appended),
+                timeout_ms / 1000,
+                checked=True,
+            )
+        return [_isr_outcome(target, last) for target, last in appended]
 
     # -- fetch ------------------------------------------------------------------------
 
@@ -623,7 +645,11 @@ class ReplicaManager:
     ) -> None:
         """acks=all for an internal append: a write its author acts on must survive a
         leader change to any ISR member, so the author waits for the high watermark."""
-        await self._wait_for_isr(self.partition(topic, partition), last_offset, timeout_ms)
+        error = (
+            await self.await_isr([(self.partition(topic, partition), last_offset)], timeout_ms)
+        )[0]
+        if error is not None:
+            raise error
 
     async def append_internal_replicated(
         self, topic: str, partition: int, batches: list[RawBatch], timeout_ms: int
@@ -667,3 +693,14 @@ def _satisfied(outcomes: Mapping[FetchKey, FetchOutcome], min_bytes: int) -> boo
             return True
         accumulated += len(outcome.records)
     return accumulated >= min_bytes
+
+
+def _isr_outcome(target: Partition, last_offset: int) -> KafkaError | None:
+    """What an acks=all append came to once its wait is over."""
+    if not target.is_leader:
+        return KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    if not target.is_acknowledged(last_offset):
+        return KafkaError(ErrorCode.REQUEST_TIMED_OUT)
+    if target.under_min_isr:
+        return KafkaError(ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    return None

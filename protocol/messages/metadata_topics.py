@@ -29,6 +29,7 @@ from typing import Any, cast
 from kio.serial import entity_writer
 
 from mirrorsim.protocol.builder import build_nested
+from mirrorsim.protocol.messages.encoded_response import EncodedResponse
 from mirrorsim.protocol.records.varint import encode_unsigned_varint
 from mirrorsim.protocol.registry import response_class
 
@@ -70,7 +71,7 @@ def encode_topic(version: int, fields: Mapping[str, Any]) -> EncodedTopic:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class SplicedMetadataResponse:
+class SplicedMetadataResponse(EncodedResponse):
     """A Metadata response whose topics are already encoded.
 
     ``body`` is the response built with an empty topics array; ``topics`` stand in that
@@ -82,6 +83,14 @@ class SplicedMetadataResponse:
     topics: tuple[EncodedTopic, ...]
 
     @property
+    def api_key(self) -> int:
+        return int(self.body.__api_key__)
+
+    @property
+    def flexible(self) -> bool:
+        return bool(self.body.__flexible__)
+
+    @property
     def throttle_time(self) -> timedelta:
         """The body's; an AttributeError, like the body's, before v3 (which has none)."""
         return cast(timedelta, self.body.throttle_time)
@@ -91,7 +100,18 @@ class SplicedMetadataResponse:
             self, body=dataclasses.replace(self.body, throttle_time=throttle_time)
         )
 
-    def encoded_body(self) -> list[bytes]:
+    def error_code_counts(self) -> list[tuple[int, int]]:
+        """The kept topics' codes, and the body's own from v13."""
+        counts: Counter[int] = Counter()
+        for topic in self.topics:
+            for code, count in topic.error_codes:
+                counts[code] += count
+        own = getattr(self.body, "error_code", None)
+        if own is not None:
+            counts[int(own)] += 1
+        return list(counts.items())
+
+    def encoded_body(self) -> list[bytes | bytearray]:
         """The body as kio would encode it with ``topics`` in its topics array, as parts
         to write in order (the topic entries are passed on, not copied)."""
         body = self.body
