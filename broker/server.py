@@ -55,6 +55,11 @@ from mirrorsim.broker.metadata.store import MetadataStore, MetadataStoreUnavaila
 from mirrorsim.broker.metadata.view import ClusterSnapshot, partition_changes
 from mirrorsim.broker.metrics import BrokerMetrics
 from mirrorsim.broker.metrics.broker_metrics import metrics_port
+from mirrorsim.broker.metrics.partition_health import (
+    ControllerHealth,
+    controller_health,
+    replica_health,
+)
 from mirrorsim.broker.network.advertised import register_listeners
 from mirrorsim.broker.network.connection import ConnectionLimits
 from mirrorsim.broker.network.listeners import Listeners
@@ -168,6 +173,17 @@ class Broker:
             wall_clock_ms(), int(self.config("broker.session.timeout.ms"))
         )
 
+    def _controller_health(self) -> ControllerHealth:
+        """The cluster as this broker last read it, if it is the active controller."""
+        if not self.cluster_controller.is_active():
+            return ControllerHealth()
+        snapshot = self.snapshot
+        live = {b.broker_id for b in self.live_brokers()}
+        return controller_health(
+            {name: topic.partitions for name, topic in snapshot.topics.items()},
+            {b: b not in live or r.fenced for b, r in snapshot.brokers.items()},
+        )
+
     def controller_id(self) -> int:
         """The holder of the controller lease (before the first tick: the lowest live id)."""
         active = self.cluster_controller.active_controller_id()
@@ -273,6 +289,10 @@ class Broker:
             store=self.store,
             config=self.config,
             on_change=self.refresh_metadata,
+        )
+        self.metrics.partition_health.observe(
+            lambda: replica_health(self.replica_manager.partitions()),
+            self._controller_health,
         )
         self.replica_manager.enable_replication(
             ReplicaFetcherManager(

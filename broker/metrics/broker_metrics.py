@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from mirrorsim.broker.metrics.http import MetricsEndpoint
 from mirrorsim.broker.metrics.mirror import MirrorMetrics
+from mirrorsim.broker.metrics.partition_health import PartitionHealthMetrics
 from mirrorsim.broker.metrics.requests import RequestMetrics
 from mirrorsim.broker.ports import METRICS_PORT_OFFSET
 
@@ -29,6 +30,7 @@ class BrokerMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = RequestMetrics(self.registry)
         self.mirror = MirrorMetrics(self.registry)
+        self.partition_health = PartitionHealthMetrics(self.registry)
         self.endpoint = MetricsEndpoint(self.registry)
 
     @property
