@@ -131,7 +131,7 @@ def run(
                 for w, s in enumerate(slices)
             ]
             parts = [f.result() for f in futures]
-    merged = Exploration(seed=seed, mode=parts[0].mode)
+    merged = Exploration(seed=seed, mode=parts[0].mode, configs=parts[0].configs)
     merged.outcomes = sorted(
         (o for part in parts for o in part.outcomes), key=lambda o: o.schedule.index
     )

@@ -14,8 +14,15 @@ still holds epochs above the LME. An ISR smaller than ``min.insync.replicas`` is
 enough either: the spec's "if less than min ISR are available, we will skip and retry",
 so the leader keeps waiting, however long, and the timeout starts again once the ISR is
 back (a follower cannot be blamed for not truncating while it was out of the ISR).
-Required replicas that do not make it within ``timeout_ms`` of an ISR large enough fail
-the partition.
+
+Only the replicas the unclean-election support requires can fail the partition: the
+spec's "If some replicas cannot catch up ... the mirror partition moves to the FAILED
+state" is about that config, and those that have not truncated within ``timeout_ms`` of
+an ISR large enough do. An ISR member that stops fetching is instead what Kafka's ISR
+shrink is for: the leader drops it from the ISR once it is ``replica.lag.time.max.ms``
+behind, it is no longer required, and the cut is complete on the ISR that is left.
+(Failing there raced the shrink and lost: a stalled but live follower put the partition
+in FAILED, for an operator to restart, while mirroring could have gone on.)
 
 Sans I/O: the coordinator passes what the partition knows, this module decides.
 """
@@ -81,6 +88,8 @@ class ReplicaTruncationCheck:
             return TruncationWait.BELOW_MIN_ISR
         if not self.pending(followers):
             return TruncationWait.COMPLETE
+        if not self.all_replicas_required:
+            return TruncationWait.WAITING
         since = self.truncated_at_ms if self.waiting_since_ms is None else self.waiting_since_ms
         if now_ms - since > self.timeout_ms:
             return TruncationWait.TIMED_OUT

@@ -52,9 +52,14 @@ CLUSTER_CONFIGS: dict[str, object] = {
 
 FOLLOWER_LAG_MS = 200
 """How long a follower's fetch waits at its leader for data (with replicas)."""
+ISR_LAG_MS = 600
+"""``replica.lag.time.max.ms`` of broker processes with replicas: a follower stalled
+longer than this (``schedule.STALL_S``) leaves the ISRs of what it follows while its
+broker stays registered; three times a follower's fetch wait, so a follower that merely
+lags stays in."""
 
 
-def replicated(replication_factor: int) -> dict[str, object]:
+def replicated(replication_factor: int, *, processes: bool = False) -> dict[str, object]:
     """The cluster configs that give new topics, mirror topics and ``__mirror_state``
     ``replication_factor`` replicas (the explorer's default is one).
 
@@ -70,7 +75,12 @@ def replicated(replication_factor: int) -> dict[str, object]:
     Leaders also move while both brokers run: the controller hands each partition back
     to its preferred replica every second (``leader.imbalance.check.interval.seconds``)
     once that one is in sync again after a restart, so the old leader keeps running as
-    a follower of the partitions it led."""
+    a follower of the partitions it led.
+
+    Broker processes (``processes``) can also be stalled (SIGSTOP) past
+    ``replica.lag.time.max.ms`` but within their session: the ISRs shrink to the leader
+    alone, acks=all writes go on without the stalled follower, and it catches up and
+    joins again, all while the controller still counts its broker as alive."""
     if replication_factor == 1:
         return {}
     return {
@@ -79,6 +89,7 @@ def replicated(replication_factor: int) -> dict[str, object]:
         "replica.fetch.min.bytes": 1_048_576,
         "replica.fetch.wait.max.ms": FOLLOWER_LAG_MS,
         "leader.imbalance.check.interval.seconds": 1,
+        **({"replica.lag.time.max.ms": ISR_LAG_MS} if processes else {}),
     }
 
 
@@ -123,6 +134,8 @@ class Finding:
 class Exploration:
     seed: int
     mode: str = "in-process"
+    configs: dict[str, object] = field(default_factory=lambda: dict(CLUSTER_CONFIGS))
+    """The clusters' configs, replicas included: a replay file names them all."""
     outcomes: list[ScheduleOutcome] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
@@ -165,10 +178,10 @@ class Explorer:
         the other replica instead of taking the partitions offline."""
         self.root = Path(tempfile.mkdtemp(prefix="mirrorsim-chaos-"))
         self.mode = "processes" if processes else "in-process"
-        configs = {**CLUSTER_CONFIGS, **replicated(replication_factor)}
+        self.configs = {**CLUSTER_CONFIGS, **replicated(replication_factor, processes=processes)}
         self.clusters = {
             name: DrillCluster.create(
-                ClusterDef(name, brokers, dict(configs), self.mode), self.root
+                ClusterDef(name, brokers, dict(self.configs), self.mode), self.root
             )
             for name in CLUSTERS
         }
@@ -308,7 +321,11 @@ async def explore(
     on_done: Callable[[ScheduleOutcome], None] = lambda outcome: None,
 ) -> Exploration:
     """Run every schedule; shrink the first violation of each invariant."""
-    result = Exploration(seed=schedules[0].seed if schedules else 0, mode=explorer.mode)
+    result = Exploration(
+        seed=schedules[0].seed if schedules else 0,
+        mode=explorer.mode,
+        configs=dict(explorer.configs),
+    )
     started = time.monotonic()
     chased: set[str] = set()
     for schedule in schedules:

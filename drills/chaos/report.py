@@ -4,6 +4,7 @@ a drill YAML that replays it (the shrunk form when there is one)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +35,7 @@ def write_report(result: Exploration, directory: Path) -> dict[str, Path]:
     findings = []
     for number, finding in enumerate(result.findings, start=1):
         path = directory / f"violation-{number}.yaml"
-        path.write_text(replay_yaml(finding, result.mode))
+        path.write_text(replay_yaml(finding, result.mode, result.configs))
         files[path.name] = path
         findings.append(_finding_json(finding, path.name))
     document = {**summary(result), "findings": findings, "errors_seen": _errors(result)}
@@ -45,7 +46,10 @@ def write_report(result: Exploration, directory: Path) -> dict[str, Path]:
     return files
 
 
-def replay_yaml(finding: Finding, mode: str = "in-process") -> str:
+def replay_yaml(
+    finding: Finding, mode: str = "in-process", configs: Mapping[str, object] = CLUSTER_CONFIGS
+) -> str:
+    """The schedule as a drill file, with the clusters' configs as explored."""
     schedule = finding.shrunk or finding.outcome.schedule
     invariants = ", ".join(finding.outcome.invariants)
     form = "shrunk" if finding.shrunk else "as explored"
@@ -53,7 +57,7 @@ def replay_yaml(finding: Finding, mode: str = "in-process") -> str:
         f"Violated {invariants} ({form}, {len(schedule.steps)} steps). Replay with "
         f"`mirrorsim drill run FILE`; the seed regenerates the original schedule."
     )
-    document = scenario_document(schedule, CLUSTER_CONFIGS, note, mode)
+    document = scenario_document(schedule, configs, note, mode)
     return yaml.safe_dump(document, sort_keys=False)
 
 

@@ -12,7 +12,7 @@ one after another on the same two clusters.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -134,6 +134,25 @@ def generate(seed: int, index: int, steps: int, *, processes: bool = False) -> S
 
 Option = tuple[str, Callable[[], tuple[Step, Callable[[], None]]]]
 
+FREEZE_S = 2.0
+"""A freeze past the explorer's broker session (1.5 s): the broker is fenced."""
+STALL_S = 1.0
+"""A freeze within the session but past ``replica.lag.time.max.ms`` with replicas
+(``explorer.ISR_LAG_MS``): the broker stays registered, its followers leave the ISRs."""
+
+
+def _freeze(cluster: str, broker: int, rng: random.Random) -> Option:
+    """SIGSTOP one broker, for a fence or a stall: drawn only once the step is chosen, so
+    the schedules without a freeze stay as they were."""
+
+    def build() -> tuple[Step, Callable[[], None]]:
+        seconds = rng.choice((FREEZE_S, STALL_S))
+        return Step(
+            "chaos_freeze", {"cluster": cluster, "broker": broker, "seconds": seconds}
+        ), lambda: None
+
+    return "chaos_freeze", build
+
 
 def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iterator[Option]:
     """Every step that makes sense in ``model``, each with how it changes the model."""
@@ -200,9 +219,7 @@ def _options(model: _Model, topic: str, mirror: str, rng: random.Random) -> Iter
             yield make("chaos_outage", {"cluster": cluster}, _set(model.up, cluster, False))
             broker = rng.choice(BROKERS)
             yield make("chaos_restart", {"cluster": cluster, "broker": broker}, nothing)
-            yield make(
-                "chaos_freeze", {"cluster": cluster, "broker": broker, "seconds": 2.0}, nothing
-            )
+            yield _freeze(cluster, broker, rng)
             if not model.partial[cluster]:
                 yield make(
                     "chaos_broker_down",
@@ -233,7 +250,7 @@ def _set(table: dict[str, bool], key: str, value: bool) -> Callable[[], None]:
 
 
 def scenario_document(
-    schedule: Schedule, cluster_configs: dict[str, Any], note: str, mode: str = "in-process"
+    schedule: Schedule, cluster_configs: Mapping[str, Any], note: str, mode: str = "in-process"
 ) -> dict:
     """The schedule as a drill scenario (``mirrorsim drill run`` replays it)."""
     return {

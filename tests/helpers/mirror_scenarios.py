@@ -103,3 +103,18 @@ async def source_with_records(start_cluster: Any, count: int) -> Any:
     await create_topic(source, TOPIC)
     await produce(source.bootstrap, TOPIC, count, tag="a")
     return source
+
+
+async def mirrored_then_failed_over(
+    start_cluster: Any, wait_for: Any, records: int = 4
+) -> tuple[Any, Any, list[Fingerprint]]:
+    """(source, destination, the source's log): a 3-broker destination that mirrored
+    ``records`` records onto every replica, then failed over (STOPPED), ready to be
+    added to the mirror again."""
+    source = await source_with_records(start_cluster, records)
+    destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
+    await start_mirror(destination, source, wait_for)
+    expected = replica_logs(source)[leader_of(source).broker_id]
+    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
+    await fail_over(destination, wait_for)
+    return source, destination, expected

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from helpers.mirror_scenarios import (
     CONFIGS,
     TOPIC,
     every_replica_equals,
     fail_over,
     leader_of,
+    mirrored_then_failed_over,
     partition_mirror_state,
     replica_logs,
     source_with_records,
@@ -119,12 +121,7 @@ async def test_unclean_support_waits_for_every_replica_and_fails_without_one(
     """mirror.support.unclean.leader.election: the LME cut must reach every replica; one
     that is down keeps the partition PREPARING until replica.lag.time.max.ms, then FAILED.
     Without the config the ISR alone (two live brokers) completes it."""
-    source = await source_with_records(start_cluster, 4)
-    destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    await start_mirror(destination, source, wait_for)
-    expected = replica_logs(source)[leader_of(source).broker_id]
-    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
-    await fail_over(destination, wait_for)
+    source, destination, expected = await mirrored_then_failed_over(start_cluster, wait_for)
     follower = next(r for r in (1, 2, 3) if r != leader_of(destination).broker_id)
     await stop(destination, follower)
     await wait_for(
@@ -207,12 +204,7 @@ async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_
     """Spec: "If less than min ISR are available, we will skip and retry". A follower is
     down and min.insync.replicas=3: PREPARING outlasts replica.lag.time.max.ms several
     times without going FAILED, and completes once the follower is back in the ISR."""
-    source = await source_with_records(start_cluster, 4)
-    destination = await start_cluster("backup", brokers=3, configs=CONFIGS)
-    await start_mirror(destination, source, wait_for)
-    expected = replica_logs(source)[leader_of(source).broker_id]
-    await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
-    await fail_over(destination, wait_for)
+    source, destination, expected = await mirrored_then_failed_over(start_cluster, wait_for)
     follower = next(r for r in (1, 2, 3) if r != leader_of(destination).broker_id)
     await stop(destination, follower)
     await wait_for(
@@ -239,3 +231,33 @@ async def test_preparing_with_an_isr_below_min_insync_replicas_waits_instead_of_
     await restart(destination, follower)
     await wait_for(lambda: partition_mirror_state(destination) == "MIRRORING", timeout=30)
     await wait_for(lambda: every_replica_equals(destination, expected), timeout=30)
+
+
+async def test_a_follower_that_stops_fetching_while_preparing_leaves_the_isr_not_the_mirror(
+    start_cluster: Any, wait_for: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live follower that stops fetching (a stall, a stuck disk) during PREPARING does
+    not fail the partition: the leader's ISR shrink takes it out of the ISR after
+    replica.lag.time.max.ms, as Kafka's does, and the cut is then complete on every ISR
+    member. Only with mirror.support.unclean.leader.election does a replica that does not
+    truncate in time fail the partition (the test above)."""
+    source, destination, _ = await mirrored_then_failed_over(start_cluster, wait_for)
+    leader = leader_of(destination)
+    stuck = next(b for b in destination.brokers if b is not leader)
+    fetchers = stuck.replica_manager.fetchers
+    assert fetchers is not None
+    follow = fetchers.follow
+    monkeypatch.setattr(
+        fetchers, "follow", lambda p: None if (p.topic, p.index) == (TOPIC, 0) else follow(p)
+    )
+    fetchers.unfollow(TOPIC, 0)
+
+    await start_mirror(destination, source, wait_for, create=False)
+    await wait_for(
+        lambda: partition_mirror_state(destination) in ("MIRRORING", "FAILED"),
+        timeout=20,
+        message="PREPARING over",
+    )
+    assert partition_mirror_state(destination) == "MIRRORING"
+    row = destination.brokers[0].snapshot.topics[TOPIC].partitions[0]
+    assert stuck.broker_id not in row.isr

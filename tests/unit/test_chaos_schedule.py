@@ -4,13 +4,29 @@ shrinks to a 1-minimal failing sub-sequence."""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mirrorsim.drills import parse_scenario
-from mirrorsim.drills.chaos.explorer import CLUSTER_CONFIGS
-from mirrorsim.drills.chaos.schedule import WEIGHTS, generate, scenario_document
+from mirrorsim.drills.chaos.explorer import (
+    CLUSTER_CONFIGS,
+    ISR_LAG_MS,
+    Finding,
+    ScheduleOutcome,
+    replicated,
+)
+from mirrorsim.drills.chaos.journal import Violation
+from mirrorsim.drills.chaos.report import replay_yaml
+from mirrorsim.drills.chaos.schedule import (
+    FREEZE_S,
+    STALL_S,
+    WEIGHTS,
+    generate,
+    scenario_document,
+)
 from mirrorsim.drills.chaos.shrink import ddmin
 
 seeds = st.integers(min_value=0, max_value=2**32)
@@ -82,3 +98,36 @@ def test_ddmin_respects_its_budget() -> None:
 
     asyncio.run(ddmin(list(range(64)), fails, budget=5))
     assert calls == 5
+
+
+def test_broker_processes_are_frozen_past_their_session_or_stalled_within_it() -> None:
+    """Half of the freezes fence the broker, half only stall it (with replicas, past
+    ``replica.lag.time.max.ms``); a schedule in process never freezes."""
+    lengths = Counter(
+        step.params["seconds"]
+        for i in range(300)
+        for step in generate(7, i, 8, processes=True).steps
+        if step.kind == "chaos_freeze"
+    )
+    assert set(lengths) == {FREEZE_S, STALL_S}
+    assert min(lengths.values()) > sum(lengths.values()) / 4
+    assert STALL_S * 1000 > ISR_LAG_MS
+    assert FREEZE_S * 1000 > CLUSTER_CONFIGS["broker.session.timeout.ms"] > STALL_S * 1000
+    assert not any(
+        step.kind == "chaos_freeze" for i in range(300) for step in generate(7, i, 8).steps
+    )
+
+
+def test_the_stall_shrinks_isrs_only_among_broker_processes_with_replicas() -> None:
+    assert "replica.lag.time.max.ms" not in replicated(1, processes=True)
+    assert "replica.lag.time.max.ms" not in replicated(2)
+    assert replicated(2, processes=True)["replica.lag.time.max.ms"] == ISR_LAG_MS
+
+
+def test_a_replay_file_names_the_configs_the_schedule_ran_with() -> None:
+    schedule = generate(3, 0, 4)
+    outcome = ScheduleOutcome(schedule, [Violation("logs-equal", "differs")], [], 0, 0, 1.0)
+    configs = {**CLUSTER_CONFIGS, **replicated(2)}
+    document = yaml.safe_load(replay_yaml(Finding(outcome), "in-process", configs))
+    assert all(c["configs"] == configs for c in document["clusters"])
+    assert all(c["configs"]["default.replication.factor"] == 2 for c in document["clusters"])
