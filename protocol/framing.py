@@ -143,8 +143,8 @@ def encode_response_buffers(body: Any, *, api_version: int, correlation_id: int)
     A Fetch response is mostly record sets read from segment files: they go out as the
     very buffers the log returned, so the bytes are never copied into an encoder buffer.
     The buffers are only read, and only until they are handed to the transport. An
-    ``EncodedResponse`` (a Produce answer, a Metadata answer with kept topic entries)
-    goes out as the parts it encoded.
+    ``EncodedResponse`` (a Produce or Fetch answer, a Metadata answer with kept topic
+    entries) goes out as the parts it encoded.
     """
     encoded = isinstance(body, EncodedResponse)
     if encoded:

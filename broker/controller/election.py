@@ -23,10 +23,8 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Iterable
 
-from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.broker.metadata.models import NO_LEADER, PartitionAssignment
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
-
-NO_LEADER = -1
 
 
 class ElectionType(enum.IntEnum):
@@ -78,7 +76,7 @@ def rebalanced(current: PartitionAssignment, live: Collection[int]) -> Partition
     """The partition led by its preferred replica, when another replica leads it and the
     preferred one is live and in the ISR (Kafka's KRaft controller, which has no
     per-broker imbalance threshold); otherwise None."""
-    preferred = current.replicas[0] if current.replicas else NO_LEADER
+    preferred = current.preferred_replica
     if current.leader == preferred or preferred not in live or preferred not in current.isr:
         return None
     return _with_leader(current, preferred, current.isr)
@@ -89,7 +87,7 @@ def elect_leader(
 ) -> PartitionAssignment:
     """ElectLeaders for one partition; raises ``KafkaError`` with Kafka's per-partition code."""
     if election_type is ElectionType.PREFERRED:
-        if current.leader == current.replicas[0]:
+        if current.leader == current.preferred_replica:
             raise KafkaError(ErrorCode.ELECTION_NOT_NEEDED)
         elected = rebalanced(current, live)
         if elected is None:

@@ -40,6 +40,8 @@ from mirrorsim.broker.replica import (
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.messages.constants import FETCH_MIRROR_VERSION
 from mirrorsim.protocol.messages.fetch_response import (
+    NO_DIVERGENCE,
+    NO_LEADER,
     FetchPartitionData,
     FetchResponseBody,
     FetchTopicData,
@@ -49,8 +51,6 @@ FETCH_KEY = 1
 TOPIC_IDS_VERSION = 13
 SESSIONS_VERSION = 7
 REPLICA_STATE_VERSION = 15
-NO_LEADER = (-1, -1)
-NO_DIVERGENCE = (-1, -1)
 
 
 @handles(FETCH_KEY, min_version=4, max_version=FETCH_MIRROR_VERSION)

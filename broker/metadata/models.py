@@ -5,6 +5,9 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+NO_LEADER = -1
+"""A partition's leader when it has none."""
+
 
 @dataclass(frozen=True, slots=True)
 class BrokerRegistration:
@@ -27,6 +30,21 @@ class PartitionAssignment:
     leader: int
     leader_epoch: int
     isr: tuple[int, ...]
+
+    @property
+    def preferred_replica(self) -> int:
+        """The first replica, the one that should lead (Kafka's preferred leader)."""
+        return self.replicas[0] if self.replicas else NO_LEADER
+
+    @property
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    @property
+    def led_by_preferred(self) -> bool:
+        """Led, and by its preferred replica: a partition not so is what Kafka's
+        controller counts as imbalanced, an offline one included."""
+        return self.has_leader and self.leader == self.preferred_replica
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,6 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-NO_LEADER = -1
-
 
 class HostedState(Protocol):
     """A hosted partition's replicas and ISR, as the controller last assigned them."""
@@ -48,6 +46,10 @@ class HostedPartition(Protocol):
     def is_leader(self) -> bool: ...
 
     @property
+    def under_min_isr(self) -> bool:
+        """The replica manager's min-ISR rule, the one acks=all produce obeys."""
+
+    @property
     def state(self) -> HostedState: ...
 
 
@@ -55,10 +57,10 @@ class AssignedPartition(Protocol):
     """What the controller gauges read of one partition of the cluster."""
 
     @property
-    def replicas(self) -> tuple[int, ...]: ...
+    def has_leader(self) -> bool: ...
 
     @property
-    def leader(self) -> int: ...
+    def led_by_preferred(self) -> bool: ...
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -92,10 +94,9 @@ def replica_health(partitions: Iterable[HostedPartition]) -> ReplicaHealth:
         led += 1
         state = partition.state
         in_sync = len(state.isr)
-        min_isr = state.min_insync_replicas()
         under += in_sync < len(state.replicas)
-        under_min += in_sync < min_isr
-        at_min += in_sync == min_isr
+        under_min += partition.under_min_isr
+        at_min += in_sync == state.min_insync_replicas()
     return ReplicaHealth(hosted, led, under, under_min, at_min)
 
 
@@ -109,9 +110,8 @@ def controller_health(
     for assignments in topics.values():
         for partition in assignments:
             partitions += 1
-            offline += partition.leader == NO_LEADER
-            preferred = partition.replicas[0] if partition.replicas else NO_LEADER
-            imbalanced += partition.leader == NO_LEADER or partition.leader != preferred
+            offline += not partition.has_leader
+            imbalanced += not partition.led_by_preferred
     fenced = sum(brokers.values())
     return ControllerHealth(
         1, len(topics), partitions, offline, imbalanced, len(brokers) - fenced, fenced

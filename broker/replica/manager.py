@@ -313,10 +313,14 @@ class ReplicaManager:
             topic, partition, records, required_acks=required_acks
         )
         if required_acks == -1:
-            error = (await self.await_isr([(target, result.last_offset)], timeout_ms))[0]
-            if error is not None:
-                raise error
+            await self._acknowledged(target, result.last_offset, timeout_ms)
         return result
+
+    async def _acknowledged(self, target: Partition, last_offset: int, timeout_ms: int) -> None:
+        """``await_isr`` for one partition, its error raised."""
+        error = (await self.await_isr([(target, last_offset)], timeout_ms))[0]
+        if error is not None:
+            raise error
 
     async def await_isr(
         self, appended: list[tuple[Partition, int]], timeout_ms: int
@@ -645,11 +649,7 @@ class ReplicaManager:
     ) -> None:
         """acks=all for an internal append: a write its author acts on must survive a
         leader change to any ISR member, so the author waits for the high watermark."""
-        error = (
-            await self.await_isr([(self.partition(topic, partition), last_offset)], timeout_ms)
-        )[0]
-        if error is not None:
-            raise error
+        await self._acknowledged(self.partition(topic, partition), last_offset, timeout_ms)
 
     async def append_internal_replicated(
         self, topic: str, partition: int, batches: list[RawBatch], timeout_ms: int

@@ -48,6 +48,10 @@ DIVERGING_EPOCH_TAG = 0
 CURRENT_LEADER_TAG = 1
 MIRROR_LEADER_EPOCH_TAG = 3
 UNSET = -1
+NO_DIVERGENCE = (UNSET, UNSET)
+"""The diverging epoch of a partition whose log does not diverge: not written."""
+NO_LEADER = (UNSET, UNSET)
+"""The current leader when none is named: not written."""
 _HEAD_V4 = struct.Struct(">ihqq")
 """partition_index, error_code, high_watermark, last_stable_offset"""
 _HEAD_V5 = struct.Struct(">ihqqq")
@@ -74,9 +78,9 @@ class FetchPartitionData:
     """(producer id, first offset) of each aborted transaction, for read_committed."""
     preferred_read_replica: int = UNSET
     records: bytes | bytearray | memoryview = b""
-    diverging_epoch: tuple[int, int] = (UNSET, UNSET)
+    diverging_epoch: tuple[int, int] = NO_DIVERGENCE
     """(epoch, end offset) where the fetcher's log diverges, from v12."""
-    current_leader: tuple[int, int] = (UNSET, UNSET)
+    current_leader: tuple[int, int] = NO_LEADER
     """(leader id, leader epoch), sent with leadership errors from v12."""
     mirror_leader_epoch: int = UNSET
 
@@ -171,9 +175,9 @@ class FetchResponseBody(VersionedResponse):
 def _partition_tags(p: FetchPartitionData, version: int) -> bytes:
     """The partition's tagged-field section: the tags not at their default, in order."""
     tags: list[bytes] = []
-    if p.diverging_epoch != (UNSET, UNSET):
+    if p.diverging_epoch != NO_DIVERGENCE:
         tags.append(_tagged(DIVERGING_EPOCH_TAG, _EPOCH_END_OFFSET.pack(*p.diverging_epoch, 0)))
-    if p.current_leader != (UNSET, UNSET):
+    if p.current_leader != NO_LEADER:
         tags.append(_tagged(CURRENT_LEADER_TAG, _LEADER_ID_AND_EPOCH.pack(*p.current_leader, 0)))
     if version >= FIRST_WITH_MIRROR_LEADER_EPOCH and p.mirror_leader_epoch != UNSET:
         tags.append(_tagged(MIRROR_LEADER_EPOCH_TAG, INT32.pack(p.mirror_leader_epoch)))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import struct
 from collections import Counter
 from collections.abc import Mapping
 from datetime import timedelta
@@ -30,15 +29,10 @@ from kio.serial import entity_writer
 
 from mirrorsim.protocol.builder import build_nested
 from mirrorsim.protocol.messages.encoded_response import EncodedResponse
-from mirrorsim.protocol.records.varint import encode_unsigned_varint
+from mirrorsim.protocol.messages.wire_writing import NO_TAGGED_FIELDS, array_length
 from mirrorsim.protocol.registry import response_class
 
 METADATA_KEY = 3
-_LEGACY_COUNT = struct.Struct(">i")
-_EMPTY_COMPACT_ARRAY = encode_unsigned_varint(1)
-"""A compact array stores its length + 1."""
-_EMPTY_LEGACY_ARRAY = _LEGACY_COUNT.pack(0)
-_NO_TAGGED_FIELDS = encode_unsigned_varint(0)
 _FIXED_SIZES = {"int16": 2, "error_code": 2, "int32": 4}
 """Sizes of the field types that may follow the topics array."""
 
@@ -126,7 +120,7 @@ class SplicedMetadataResponse(EncodedResponse):
         entity_writer(type(body))(buffer, body)
         encoded = buffer.getvalue()
         flexible = bool(body.__flexible__)
-        empty = _EMPTY_COMPACT_ARRAY if flexible else _EMPTY_LEGACY_ARRAY
+        empty = array_length(0, flexible)
         end = len(encoded) - _suffix_size(version)
         start = end - len(empty)
         if start < 0 or encoded[start:end] != empty:
@@ -135,7 +129,7 @@ class SplicedMetadataResponse(EncodedResponse):
                 "before the end of the body"
             )
         count = len(self.topics)
-        length = encode_unsigned_varint(count + 1) if flexible else _LEGACY_COUNT.pack(count)
+        length = array_length(count, flexible)
         return [encoded[:start], length, *(topic.data for topic in self.topics), encoded[end:]]
 
 
@@ -158,7 +152,7 @@ def _suffix_size(version: int) -> int:
     if any("tag" in field.metadata for field in fields):
         raise MetadataSpliceError(f"Metadata v{version} has tagged fields of a varying size")
     names = [field.name for field in fields]
-    size = len(_NO_TAGGED_FIELDS) if cls.__flexible__ else 0  # type: ignore[attr-defined]
+    size = len(NO_TAGGED_FIELDS) if cls.__flexible__ else 0  # type: ignore[attr-defined]
     for field in fields[names.index("topics") + 1 :]:
         field_size = _FIXED_SIZES.get(field.metadata.get("kafka_type", ""))
         if field_size is None:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mirrorsim.broker.metadata.models import PartitionAssignment
+from mirrorsim.broker.metadata.models import NO_LEADER, PartitionAssignment
 from mirrorsim.broker.metrics.partition_health import (
-    NO_LEADER,
     ControllerHealth,
     ReplicaHealth,
     controller_health,
@@ -28,6 +27,10 @@ class State:
 class Hosted:
     is_leader: bool
     state: State = field(default_factory=lambda: State((1, 2, 3), (1, 2, 3)))
+
+    @property
+    def under_min_isr(self) -> bool:
+        return len(self.state.isr) < self.state.min_insync_replicas()
 
 
 def assignment(leader: int, replicas: tuple[int, ...] = (0, 1, 2)) -> PartitionAssignment:
