@@ -1,14 +1,14 @@
 """Hot paths outside mirroring: epoch checkpoint writes, request error metrics, frame
 splitting, Metadata → cluster view, request building, Produce and Fetch responses,
-request metrics.
+a fetcher's Fetch request, request metrics.
 
 Run: ``.venv/bin/python -m mirrorsim.bench.bench_hot_paths [--quick]``
 
 Each row times the current code and a baseline in the same process: the baseline is the
 straightforward way the same result was computed before (a checkpoint write per
 truncation, a walk over every field of every nested message, a frame copied out of a
-slice of the buffer, every id converted one by one, a response built as kio entities and
-encoded by kio, a labelled metric looked up per observation), kept here only as the
+slice of the buffer, every id converted one by one, a response or request built as kio
+entities and encoded by kio, a labelled metric looked up per observation), kept here only as the
 yardstick.
 Results go to bench/results/hot_paths.json and hot_paths.md with the command.
 """
@@ -45,7 +45,12 @@ from mirrorsim.client.cluster import (
 )
 from mirrorsim.protocol.builder import build, build_request
 from mirrorsim.protocol.errors import ErrorCode, error_code_from_wire
-from mirrorsim.protocol.framing import FrameAssembler, encode_response_buffers
+from mirrorsim.protocol.framing import FrameAssembler, encode_request, encode_response_buffers
+from mirrorsim.protocol.messages.fetch_request import (
+    FetchRequestBody,
+    FetchRequestPartition,
+    FetchRequestTopic,
+)
 from mirrorsim.protocol.messages.fetch_response import (
     FetchPartitionData,
     FetchResponseBody,
@@ -376,6 +381,74 @@ def bench_fetch_response(repeat: int) -> Row:
     )
 
 
+def bench_fetch_request(repeat: int) -> Row:
+    """A live mirror's Fetch: one incremental session naming the partitions it appended to."""
+    topic_id = uuid.UUID(int=7)
+    positions = [(p, 5000 + p, 3) for p in range(PARTITIONS_PER_RESPONSE)]
+    ours = FetchRequestBody(
+        version=FETCH_VERSION,
+        max_wait_ms=500,
+        min_bytes=1,
+        max_bytes=8 << 20,
+        isolation_level=1,
+        session_id=11,
+        session_epoch=42,
+        topics=[
+            FetchRequestTopic(
+                "mirrored",
+                topic_id,
+                [
+                    FetchRequestPartition(p, offset, 1 << 20, current_leader_epoch=epoch)
+                    for p, offset, epoch in positions
+                ],
+            )
+        ],
+    )
+
+    def kio() -> object:
+        fields = {
+            "replica_id": -1,
+            "max_wait": datetime.timedelta(milliseconds=500),
+            "min_bytes": 1,
+            "max_bytes": 8 << 20,
+            "isolation_level": 1,
+            "session_id": 11,
+            "session_epoch": 42,
+            "topics": [
+                {
+                    "topic": "mirrored",
+                    "topic_id": topic_id,
+                    "partitions": [
+                        {
+                            "partition": p,
+                            "current_leader_epoch": epoch,
+                            "fetch_offset": offset,
+                            "last_fetched_epoch": -1,
+                            "log_start_offset": -1,
+                            "partition_max_bytes": 1 << 20,
+                        }
+                        for p, offset, epoch in positions
+                    ],
+                }
+            ],
+            "forgotten_topics_data": [],
+            "rack_id": "",
+        }
+        body = build_request(1, FETCH_VERSION, fields)
+        return encode_request(body, api_version=FETCH_VERSION, correlation_id=1, client_id="m")
+
+    def encoded() -> object:
+        return encode_request(ours, api_version=FETCH_VERSION, correlation_id=1, client_id="m")
+
+    assert kio() == encoded()
+    return Row(
+        f"fetcher: Fetch request naming {PARTITIONS_PER_RESPONSE} partitions "
+        "(encoded from the positions vs kio entities built and encoded)",
+        _time_us(encoded, repeat),
+        _time_us(kio, repeat),
+    )
+
+
 def bench_request_metrics(repeat: int) -> Row:
     """One request's accounting without error codes: three counters and seven timers."""
     metrics = RequestMetrics(CollectorRegistry())
@@ -411,6 +484,7 @@ def main(argv: list[str] | None = None) -> None:
     rows += [bench_error_counts(repeat), *bench_frames(repeat), bench_metadata(repeat)]
     rows.append(bench_builder(repeat))
     rows += [bench_produce_response(repeat), bench_fetch_response(repeat)]
+    rows.append(bench_fetch_request(repeat))
     rows.append(bench_request_metrics(repeat))
     command = shlex.join([".venv/bin/python", "-m", "mirrorsim.bench.bench_hot_paths", *arguments])
     document = {

@@ -447,11 +447,18 @@ def _start(connection: BrokerConnection, body: Any) -> InFlightRequest:
 
 def _build_for(connection: BrokerConnection, spec: RequestSpec) -> Any:
     ours = spec.versions if spec.versions is not None else versions_we_have(spec.api_key)
-    version = connection.max_supported(spec.api_key, ours)
+    return build_request(spec.api_key, negotiated(connection, spec.api_key, ours), spec.fields)
+
+
+def negotiated(connection: BrokerConnection, api_key: int, ours: Iterable[int]) -> int:
+    """The highest of ``ours`` the broker behind ``connection`` supports: the version to
+    build a request at. ``UnsupportedVersion`` when there is none."""
+    ours = tuple(ours)
+    version = connection.max_supported(api_key, ours)
     if version is None:
-        supported = connection.api_versions.get(spec.api_key)
-        raise UnsupportedVersion(spec.api_key, max(ours, default=-1), supported)
-    return build_request(spec.api_key, version, spec.fields)
+        supported = connection.api_versions.get(api_key)
+        raise UnsupportedVersion(api_key, max(ours, default=-1), supported)
+    return version
 
 
 def _metadata_spec(topics: list[str] | None) -> RequestSpec:

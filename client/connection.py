@@ -38,6 +38,7 @@ from mirrorsim.protocol.framing import (
     decode_response,
     encode_request,
 )
+from mirrorsim.protocol.messages.encoded_request import EncodedRequest
 
 log = logging.getLogger(__name__)
 
@@ -181,14 +182,15 @@ class BrokerConnection:
         return max(usable, default=None)
 
     async def send(self, body: Any) -> Any:
-        """Send a request and wait for its response; the api version is the body class's version."""
-        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        """Send a request and wait for its response; the api version is the body's (its
+        class's for a kio message, its own for an ``EncodedRequest``)."""
+        api_key, api_version = _key_and_version(body)
         self._check_supported(api_key, api_version)
         return await self._request(body, api_key, api_version)
 
     async def send_no_response(self, body: Any) -> None:
         """Send a request the broker will not answer (Produce with acks=0)."""
-        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        api_key, api_version = _key_and_version(body)
         self._check_supported(api_key, api_version)
         _, frame = self._frame(body, api_version)
         await self._write(frame)
@@ -208,7 +210,7 @@ class BrokerConnection:
     def start(self, body: Any) -> InFlightRequest:
         """Write a request now and return without its response: a caller with other work
         does it while the broker answers, and awaits ``InFlightRequest.response()`` after."""
-        api_key, api_version = int(body.__api_key__), int(body.__version__)
+        api_key, api_version = _key_and_version(body)
         self._check_supported(api_key, api_version)
         return self._start(body, api_key, api_version)
 
@@ -346,6 +348,12 @@ class BrokerConnection:
                     or f"SASL authentication failed ({int(response.error_code)})"
                 )
             message = exchange.respond(response.auth_bytes)
+
+
+def _key_and_version(body: Any) -> tuple[int, int]:
+    if isinstance(body, EncodedRequest):
+        return body.api_key, body.api_version
+    return int(body.__api_key__), int(body.__version__)
 
 
 def _decode(payload: bytes | memoryview, api_key: int, api_version: int) -> tuple[int, Any]:

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mirrorsim.broker.metrics.mirror import FetcherStats
-from mirrorsim.client.cluster import ClusterClient, RequestSpec
+from mirrorsim.client.cluster import ClusterClient, RequestSpec, negotiated
 from mirrorsim.client.errors import KafkaConnectionError, RequestTimedOut
 from mirrorsim.fetcher.fetch_session import FetchSessionHandler, Key, PartitionRequest
 from mirrorsim.fetcher.plan import (
@@ -79,6 +79,12 @@ from mirrorsim.fetcher.plan import (
 )
 from mirrorsim.fetcher.throttle import MirrorReplicationQuota, TopicThrottle
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
+from mirrorsim.protocol.messages.fetch_request import (
+    FetchRequestBody,
+    FetchRequestPartition,
+    FetchRequestTopic,
+    ForgottenTopic,
+)
 from mirrorsim.protocol.records.raw_batch import RawBatch, first_corrupt
 from mirrorsim.protocol.uuids import ZERO_UUID
 
@@ -458,38 +464,34 @@ class MirrorFetcherTask:
             key: mp.topic_id if (mp := self.partitions.get(key)) else self._forgotten_id(key)
             for key in (*request.partitions, *request.forgotten)
         }
-        spec = RequestSpec(
-            FETCH_KEY,
-            {
-                "replica_id": -1,
-                "max_wait": datetime.timedelta(milliseconds=self._max_wait_ms()),
-                "min_bytes": 1,
-                "max_bytes": max_bytes,
-                "isolation_level": READ_COMMITTED,
-                "session_id": request.session_id,
-                "session_epoch": request.epoch,
-                "topics": _by_topic(
-                    request.partitions.items(),
-                    ids,
-                    lambda key, r: {
-                        "partition": key[1],
-                        "current_leader_epoch": r.current_leader_epoch,
-                        "fetch_offset": r.fetch_offset,
-                        "last_fetched_epoch": r.last_fetched_epoch,
-                        "log_start_offset": -1,
-                        "partition_max_bytes": min(PARTITION_MAX_BYTES, max_bytes)
-                        if _in(throttled, key)
-                        else PARTITION_MAX_BYTES,
-                    },
+        connection = await self.client.connection(self.source_broker)
+        body = FetchRequestBody(
+            version=negotiated(connection, FETCH_KEY, FetchRequestBody.VERSIONS),
+            max_wait_ms=self._max_wait_ms(),
+            min_bytes=1,
+            max_bytes=max_bytes,
+            isolation_level=READ_COMMITTED,
+            session_id=request.session_id,
+            session_epoch=request.epoch,
+            topics=_by_topic(
+                request.partitions.items(),
+                ids,
+                lambda key, r: FetchRequestPartition(
+                    partition=key[1],
+                    current_leader_epoch=r.current_leader_epoch,
+                    fetch_offset=r.fetch_offset,
+                    last_fetched_epoch=r.last_fetched_epoch,
+                    partition_max_bytes=min(PARTITION_MAX_BYTES, max_bytes)
+                    if _in(throttled, key)
+                    else PARTITION_MAX_BYTES,
                 ),
-                "forgotten_topics_data": [
-                    {"topic": topic, "topic_id": topic_id, "partitions": parts}
-                    for (topic, topic_id), parts in _group(request.forgotten, ids).items()
-                ],
-                "rack_id": "",
-            },
+            ),
+            forgotten=[
+                ForgottenTopic(topic, topic_id, parts)
+                for (topic, topic_id), parts in _group(request.forgotten, ids).items()
+            ],
         )
-        in_flight = await self.client.start_on_node(self.source_broker, spec)
+        in_flight = connection.start(body)
         self._write_unwritten()
         response = await in_flight.response()
         error = error_code_from_wire(response.error_code)
@@ -668,12 +670,11 @@ def _group(
 def _by_topic(
     items: Iterable[tuple[Key, PartitionRequest]],
     ids: dict[Key, uuid.UUID],
-    partition: Callable[[Key, PartitionRequest], dict[str, Any]],
-) -> list[dict[str, Any]]:
-    grouped: dict[tuple[str, uuid.UUID], list[dict[str, Any]]] = {}
+    partition: Callable[[Key, PartitionRequest], FetchRequestPartition],
+) -> list[FetchRequestTopic]:
+    grouped: dict[tuple[str, uuid.UUID], list[FetchRequestPartition]] = {}
     for key, request in items:
         grouped.setdefault((key[0], ids[key]), []).append(partition(key, request))
     return [
-        {"topic": topic, "topic_id": topic_id, "partitions": parts}
-        for (topic, topic_id), parts in grouped.items()
+        FetchRequestTopic(topic, topic_id, parts) for (topic, topic_id), parts in grouped.items()
     ]

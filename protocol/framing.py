@@ -27,7 +27,9 @@ from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeade
 from kio.serial import entity_writer
 from kio.static.primitive import i16, i32
 
+from mirrorsim.protocol.messages.encoded_request import EncodedRequest
 from mirrorsim.protocol.messages.encoded_response import EncodedResponse
+from mirrorsim.protocol.messages.wire_writing import NO_TAGGED_FIELDS, nullable_string
 from mirrorsim.protocol.registry import request_class, response_class
 from mirrorsim.protocol.schema_reader import schema_reader, tolerant_reader
 
@@ -114,7 +116,10 @@ def decode_request(payload: bytes | memoryview) -> Request:
 def encode_request(
     body: Any, *, api_version: int, correlation_id: int, client_id: str | None
 ) -> bytes:
-    """A complete size-prefixed request frame for ``body`` (a message instance)."""
+    """A complete size-prefixed request frame for ``body`` (a message instance, or an
+    ``EncodedRequest`` of ``api_version``)."""
+    if isinstance(body, EncodedRequest):
+        return _encoded_request_frame(body, correlation_id, client_id)
     key = int(body.__api_key__)
     header_cls = _request_header_class(body.__flexible__)
     fields: dict[str, Any] = {
@@ -128,6 +133,20 @@ def encode_request(
     entity_writer(header_cls)(buf, header_cls(**fields))
     entity_writer(type(body))(buf, body)
     return _with_size(buf)
+
+
+def _encoded_request_frame(
+    body: EncodedRequest, correlation_id: int, client_id: str | None
+) -> bytes:
+    """The frame of a body that encodes itself: request header v1 (key, version,
+    correlation id, client id as a nullable int16-length string), plus an empty
+    tagged-field section (v2) for a flexible version."""
+    head = _KEY_VERSION_CORRELATION.pack(body.api_key, body.api_version, correlation_id)
+    client = nullable_string(client_id, flexible=False)
+    tags = NO_TAGGED_FIELDS if body.flexible else b""
+    encoded = body.encoded_body()
+    size = len(head) + len(client) + len(tags) + len(encoded)
+    return b"".join((_SIZE.pack(size), head, client, tags, encoded))
 
 
 def encode_response(body: Any, *, api_version: int, correlation_id: int) -> bytes:

@@ -11,7 +11,6 @@ place, as Kafka's ``MockLeaderEndPoint`` tests do.
 
 from __future__ import annotations
 
-import datetime
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -27,13 +26,18 @@ from mirrorsim.fetcher.plan import (
 )
 from mirrorsim.protocol.builder import build_request
 from mirrorsim.protocol.errors import ErrorCode, KafkaError, error_code_from_wire
+from mirrorsim.protocol.messages.fetch_request import (
+    FetchRequestBody,
+    FetchRequestPartition,
+    FetchRequestTopic,
+)
 from mirrorsim.protocol.uuids import ZERO_UUID
 
 FETCH_KEY = 1
 LIST_OFFSETS_KEY = 2
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 DIVERGING_EPOCH_VERSION = 12
-FETCH_VERSIONS = range(4, 20)
+FETCH_VERSIONS = FetchRequestBody.VERSIONS
 LIST_OFFSETS_VERSIONS = range(1, 9)
 OFFSET_FOR_LEADER_EPOCH_VERSIONS = range(2, 5)
 EARLIEST_TIMESTAMP = -2
@@ -177,9 +181,7 @@ class WireLeaderEndpoint:
     ) -> dict[PartitionKey, FollowerAnswer]:
         version = await self._fetch_version()
         connection = await self._connected()
-        response = await connection.send(
-            build_request(FETCH_KEY, version, self._fetch_fields(requests))
-        )
+        response = await connection.send(self._fetch_request(version, requests))
         top_error = error_code_from_wire(response.error_code)
         if top_error != ErrorCode.NONE:
             failed = FetchedPartition(known_error(top_error), -1, -1, -1)
@@ -193,40 +195,34 @@ class WireLeaderEndpoint:
                     answers[key] = _answer(data)
         return answers
 
-    def _fetch_fields(self, requests: Mapping[PartitionKey, FollowerFetch]) -> dict[str, Any]:
-        topics: dict[str, list[dict[str, Any]]] = {}
+    def _fetch_request(
+        self, version: int, requests: Mapping[PartitionKey, FollowerFetch]
+    ) -> FetchRequestBody:
+        topics: dict[str, list[FetchRequestPartition]] = {}
         for (topic, index), request in requests.items():
             topics.setdefault(topic, []).append(
-                {
-                    "partition": index,
-                    "current_leader_epoch": request.current_leader_epoch,
-                    "fetch_offset": request.fetch_offset,
-                    "last_fetched_epoch": request.last_fetched_epoch,
-                    "log_start_offset": request.log_start_offset,
-                    "partition_max_bytes": self._limits.partition_max_bytes,
-                    "mirror_leader_epoch": request.mirror_leader_epoch,
-                }
+                FetchRequestPartition(
+                    partition=index,
+                    current_leader_epoch=request.current_leader_epoch,
+                    fetch_offset=request.fetch_offset,
+                    last_fetched_epoch=request.last_fetched_epoch,
+                    log_start_offset=request.log_start_offset,
+                    partition_max_bytes=self._limits.partition_max_bytes,
+                    mirror_leader_epoch=request.mirror_leader_epoch,
+                )
             )
-        return {
-            "replica_id": self._broker_id,
-            "replica_state": {"replica_id": self._broker_id, "replica_epoch": self._broker_epoch()},
-            "max_wait": datetime.timedelta(milliseconds=self._limits.wait_max_ms),
-            "min_bytes": self._limits.min_bytes,
-            "max_bytes": self._limits.response_max_bytes,
-            "isolation_level": 0,
-            "session_id": 0,
-            "session_epoch": -1,
-            "topics": [
-                {
-                    "topic": topic,
-                    "topic_id": self._topics.topic_id(topic) or ZERO_UUID,
-                    "partitions": partitions,
-                }
+        return FetchRequestBody(
+            version=version,
+            replica_id=self._broker_id,
+            replica_epoch=self._broker_epoch(),
+            max_wait_ms=self._limits.wait_max_ms,
+            min_bytes=self._limits.min_bytes,
+            max_bytes=self._limits.response_max_bytes,
+            topics=[
+                FetchRequestTopic(topic, self._topics.topic_id(topic) or ZERO_UUID, partitions)
                 for topic, partitions in topics.items()
             ],
-            "forgotten_topics_data": [],
-            "rack_id": "",
-        }
+        )
 
     async def epoch_end_offsets(
         self, requests: Mapping[PartitionKey, EpochQuery]

@@ -12,25 +12,18 @@ carries (for the request metrics) and its bytes.
 from __future__ import annotations
 
 import dataclasses
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable
 from datetime import timedelta
-from typing import ClassVar, Self
+from typing import Self
+
+from mirrorsim.protocol.messages.encoded_message import EncodedMessage, OneVersion
 
 
-class EncodedResponse(ABC):
+class EncodedResponse(EncodedMessage):
     """A response body that encodes itself."""
 
     __slots__ = ()
-
-    @property
-    @abstractmethod
-    def api_key(self) -> int: ...
-
-    @property
-    @abstractmethod
-    def flexible(self) -> bool:
-        """Whether its version is flexible: the response header is v1 if so, else v0."""
 
     @property
     @abstractmethod
@@ -50,28 +43,11 @@ class EncodedResponse(ABC):
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class VersionedResponse(EncodedResponse):
+class VersionedResponse(OneVersion, EncodedResponse):
     """An encoded response of one version of one API, its throttle time a field: what
     the hand-written encoders have in common."""
 
-    API_KEY: ClassVar[int]
-    VERSIONS: ClassVar[range]
-    FIRST_FLEXIBLE: ClassVar[int]
-
-    version: int
     throttle_ms: int = dataclasses.field(default=0, kw_only=True)
-
-    def __post_init__(self) -> None:
-        if self.version not in self.VERSIONS:
-            raise ValueError(f"no {type(self).__name__} of version {self.version}")
-
-    @property
-    def api_key(self) -> int:
-        return self.API_KEY
-
-    @property
-    def flexible(self) -> bool:
-        return self.version >= self.FIRST_FLEXIBLE
 
     @property
     def throttle_time(self) -> timedelta:

@@ -26,6 +26,17 @@ from collections.abc import Iterable, Sequence
 from typing import ClassVar
 
 from mirrorsim.protocol.messages.encoded_response import VersionedResponse
+from mirrorsim.protocol.messages.fetch_versions import (
+    FETCH_KEY,
+    FIRST_FLEXIBLE,
+    FIRST_WITH_LOG_START_OFFSET,
+    FIRST_WITH_MIRROR_LEADER_EPOCH,
+    FIRST_WITH_SESSIONS,
+    FIRST_WITH_TOPIC_ID,
+    MAX_VERSION,
+    MIN_VERSION,
+    UNSET,
+)
 from mirrorsim.protocol.messages.wire_writing import (
     INT32,
     NO_TAGGED_FIELDS,
@@ -35,19 +46,10 @@ from mirrorsim.protocol.messages.wire_writing import (
 )
 from mirrorsim.protocol.records.varint import encode_unsigned_varint
 
-FETCH_KEY = 1
-MIN_VERSION = 4
-MAX_VERSION = 19
-FIRST_WITH_LOG_START_OFFSET = 5
-FIRST_WITH_SESSIONS = 7
 FIRST_WITH_PREFERRED_READ_REPLICA = 11
-FIRST_FLEXIBLE = 12
-FIRST_WITH_TOPIC_ID = 13
-FIRST_WITH_MIRROR_LEADER_EPOCH = 19
 DIVERGING_EPOCH_TAG = 0
 CURRENT_LEADER_TAG = 1
 MIRROR_LEADER_EPOCH_TAG = 3
-UNSET = -1
 NO_DIVERGENCE = (UNSET, UNSET)
 """The diverging epoch of a partition whose log does not diverge: not written."""
 NO_LEADER = (UNSET, UNSET)
