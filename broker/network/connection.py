@@ -208,7 +208,9 @@ class Connection:
         """Serve queued requests in order until the reader is done and nothing is left.
         The reader's end-of-stream marker needs a free queue slot; without one (the
         reader ended on a full queue) the finished flag ends the loop once it is drained,
-        so neither side ever waits on the other."""
+        so neither side ever waits on the other. Requests received before the client
+        went away are still served, as Kafka's handlers serve what its request queue
+        holds; their answers are dropped (``_write``)."""
         while True:
             if self._reader_finished and self._queue.empty():
                 return
@@ -262,6 +264,10 @@ class Connection:
         The selector transport sends what the socket takes at once and copies only the
         rest; a view keeps that rest from being sliced into a new ``bytes`` first, and
         separate writes spare the record sets the join that ``writelines`` would do.
+        Once a write finds the client gone the rest are dropped.
         """
+        transport = self._writer.transport
         for buffer in buffers:
+            if transport.is_closing():
+                return
             self._writer.write(memoryview(buffer))

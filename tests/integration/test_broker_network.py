@@ -7,6 +7,8 @@ import struct
 from typing import Any
 
 import pytest
+from helpers.interop import PARTITIONS, create_topic
+from helpers.mirrors import produce
 from kio.schema.api_versions.v0.request import ApiVersionsRequest as ApiVersionsV0
 from kio.schema.api_versions.v3.request import ApiVersionsRequest as ApiVersionsV3
 from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
@@ -14,9 +16,15 @@ from kio.schema.metadata.v1.request import MetadataRequest as MetadataV1
 from mirrorsim.broker.network.connection import CLOSE_TIMEOUT_S
 from mirrorsim.protocol.errors import ErrorCode
 from mirrorsim.protocol.framing import FrameAssembler, decode_response, encode_request
+from mirrorsim.protocol.messages.fetch_request import (
+    FetchRequestBody,
+    FetchRequestPartition,
+    FetchRequestTopic,
+)
 
 API_VERSIONS = 18
 METADATA = 3
+TOPIC = "waiting"
 
 
 class RawClient:
@@ -231,3 +239,34 @@ async def test_a_closed_connections_log_record_holds_only_text(
     for record in closes:
         assert record.exc_info is None
         assert all(isinstance(arg, str | int | tuple) for arg in record.args or ()), record.args
+
+
+async def test_an_answer_to_a_client_that_went_away_is_dropped_quietly(
+    start_cluster: Any, wait_for: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client that closed its connection while its Fetch waited for data gets no
+    answer. The answer is written buffer by buffer (a record set each); once the first
+    write found the connection gone, each of the rest made asyncio warn."""
+    cluster = await start_cluster()
+    await create_topic(cluster.bootstrap, TOPIC)
+    fetch = FetchRequestBody(
+        version=12,
+        max_wait_ms=10_000,
+        min_bytes=20_000,
+        max_bytes=1 << 20,
+        topics=[
+            FetchRequestTopic(
+                TOPIC, None, [FetchRequestPartition(p, 0, 1 << 20) for p in range(PARTITIONS)]
+            )
+        ],
+    )
+    server = cluster.brokers[0].server
+    raw = await RawClient.connect(cluster.bootstrap)
+    with caplog.at_level("WARNING", logger="asyncio"):
+        raw.send(fetch, 12, 1)
+        await raw.writer.drain()
+        await wait_for(lambda: server.connection_count == 1, timeout=10, message="connected")
+        await raw.close()
+        await produce(cluster.bootstrap, TOPIC, 800, tag="v" * 100, partitions=PARTITIONS)
+        await wait_for(lambda: server.connection_count == 0, timeout=20, message="answered")
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text
