@@ -467,16 +467,28 @@ class ReplicaManager:
         return not partition.state.is_read_only
 
     def _maybe_change_isr(self, partition: Partition, new_isr: tuple[int, ...] | None) -> None:
-        """Write one ISR change at a time per partition; the metadata refresh applies it."""
+        """Write one ISR change at a time per partition; the metadata refresh applies it.
+
+        The followers an expansion adds hold the high watermark from the moment it is
+        asked for until it is settled (``Partition.joining``): the write refreshes the
+        metadata before it returns, so by then the state shows them in the ISR or the
+        controller refused them."""
         key = (partition.topic, partition.index)
         if new_isr is None or self._alter_isr is None or key in self._isr_changes:
             return
         epochs = {r: p.broker_epoch for r, p in partition.followers.items() if r in new_isr}
+        partition.joining = frozenset(new_isr) - set(partition.state.isr)
         change = asyncio.get_running_loop().create_task(
             self._alter_isr(partition.state, new_isr, epochs), name=f"alter ISR {key}"
         )
         self._isr_changes[key] = change
-        change.add_done_callback(lambda _: self._isr_changes.pop(key, None))
+        change.add_done_callback(lambda _: self._isr_change_settled(key, partition))
+
+    def _isr_change_settled(self, key: tuple[str, int], partition: Partition) -> None:
+        self._isr_changes.pop(key, None)
+        partition.joining = frozenset()
+        if self._partitions.get(key) is partition and partition.maybe_increment_high_watermark():
+            self._changed(key)
 
     # -- follower side ----------------------------------------------------------------
 

@@ -76,6 +76,11 @@ class Partition:
     clock: Callable[[], int]
     followers: dict[int, ReplicaProgress] = field(default_factory=dict)
     followed_log_start_offset: int = -1
+    joining: frozenset[int] = frozenset()
+    """Followers this leader has asked the controller to add to the ISR, until the change
+    is settled: they hold the high watermark as ISR members do (Kafka's maximal ISR).
+    The controller counts them in the ISR, and may elect one, once it writes the change,
+    before this leader reads it back; an append acknowledged without them could be lost."""
 
     @property
     def topic(self) -> str:
@@ -136,6 +141,8 @@ class Partition:
         dropped = set(self.state.isr) - set(state.isr)
         new_term = state.leader_epoch != self.state.leader_epoch or not self.followers
         self.state = state
+        if new_term or not self.is_leader:
+            self.joining = frozenset()
         if self.is_leader and new_term:
             now = self.clock()
             self.followers = {
@@ -236,11 +243,12 @@ class Partition:
         )
 
     def maybe_increment_high_watermark(self) -> bool:
-        """Advance the high watermark to the ISR's smallest log end offset; True if it moved."""
+        """Advance the high watermark to the smallest log end offset of the ISR and of the
+        followers joining it; True if it moved."""
         if not self.is_leader:
             return False
         candidate = self.log_end_offset
-        for replica in self.state.isr:
+        for replica in (*self.state.isr, *self.joining):
             if replica == self.broker_id:
                 continue
             progress = self.followers.get(replica)

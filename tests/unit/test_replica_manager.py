@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+import dataclasses
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,11 @@ from mirrorsim.broker.replica import (
     FetchKey,
     FetchParams,
     PartitionRead,
+    PartitionState,
     ReplicaManager,
 )
+from mirrorsim.broker.replica.follower_fetcher import FetcherConfig, ReplicaFetcherManager
+from mirrorsim.client.config import ClientConfig
 from mirrorsim.protocol.errors import ErrorCode, KafkaError
 from mirrorsim.protocol.records import (
     ControlRecordType,
@@ -282,6 +286,47 @@ async def test_acks_all_waits_for_the_isr(manager: ReplicaManager, wait_for: Any
     await manager.fetch(follower, {FetchKey(TOPIC, 0): consumer_fetch(1)})
     assert await asyncio.wait_for(append, 5) == 0
     assert manager.partition(TOPIC, 0).high_watermark == 1
+
+
+async def test_a_follower_asked_into_the_isr_holds_acks_all_until_it_has_the_append(
+    manager: ReplicaManager, wait_for: Any
+) -> None:
+    """The controller counts a follower in the ISR, and may elect it, once it writes the
+    leader's expansion, before the leader reads the change back. An append acknowledged
+    by the leader alone in that window was lost when the follower, elected without it,
+    made the old leader truncate (Kafka's maximal ISR keeps the follower counted)."""
+    await manager.apply_partition_state(state(0, replicas=(1, 2), isr=(1,)))
+    written = asyncio.Event()
+    read_back = asyncio.Event()
+
+    async def controller_writes_then_leader_reads_back(
+        current: PartitionState, new_isr: tuple[int, ...], _epochs: Mapping[int, int]
+    ) -> None:
+        written.set()
+        await read_back.wait()
+        await manager.apply_partition_state(dataclasses.replace(current, isr=new_isr))
+
+    fetchers = ReplicaFetcherManager(
+        broker_id=1,
+        replica_manager=manager,
+        endpoint=lambda _broker: None,
+        config=FetcherConfig(),
+        security=ClientConfig(),
+    )
+    manager.enable_replication(fetchers, controller_writes_then_leader_reads_back)
+    follower = FetchParams(replica_id=2)
+    await manager.fetch(follower, {FetchKey(TOPIC, 0): consumer_fetch(0)})
+    await asyncio.wait_for(written.wait(), 5)
+    append = asyncio.create_task(produce(manager, [b"a"]))
+    await wait_for(
+        lambda: manager.delayed_operation_count(TOPIC, 0) == 1, message="a parked request"
+    )
+    assert manager.partition(TOPIC, 0).high_watermark == 0
+    read_back.set()
+    await wait_for(lambda: manager.partition(TOPIC, 0).state.isr == (1, 2), message="ISR 1, 2")
+    assert not append.done()
+    await manager.fetch(follower, {FetchKey(TOPIC, 0): consumer_fetch(1)})
+    assert await asyncio.wait_for(append, 5) == 0
 
 
 async def test_acks_all_with_too_small_isr(manager: ReplicaManager) -> None:
