@@ -85,12 +85,12 @@ from mirrorsim.protocol.messages.fetch_request import (
     FetchRequestTopic,
     ForgottenTopic,
 )
+from mirrorsim.protocol.messages.fetch_versions import FETCH_KEY
 from mirrorsim.protocol.records.raw_batch import RawBatch, first_corrupt
 from mirrorsim.protocol.uuids import ZERO_UUID
 
 log = logging.getLogger(__name__)
 
-FETCH_KEY = 1
 LIST_OFFSETS_KEY = 2
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 DIVERGING_EPOCH_FETCH_VERSION = 12

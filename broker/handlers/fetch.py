@@ -46,8 +46,8 @@ from mirrorsim.protocol.messages.fetch_response import (
     FetchResponseBody,
     FetchTopicData,
 )
+from mirrorsim.protocol.messages.fetch_versions import FETCH_KEY
 
-FETCH_KEY = 1
 TOPIC_IDS_VERSION = 13
 SESSIONS_VERSION = 7
 REPLICA_STATE_VERSION = 15

@@ -31,9 +31,9 @@ from mirrorsim.protocol.messages.fetch_request import (
     FetchRequestPartition,
     FetchRequestTopic,
 )
+from mirrorsim.protocol.messages.fetch_versions import FETCH_KEY
 from mirrorsim.protocol.uuids import ZERO_UUID
 
-FETCH_KEY = 1
 LIST_OFFSETS_KEY = 2
 OFFSET_FOR_LEADER_EPOCH_KEY = 23
 DIVERGING_EPOCH_VERSION = 12

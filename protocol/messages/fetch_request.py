@@ -46,7 +46,7 @@ from mirrorsim.protocol.messages.wire_writing import (
     NO_TAGGED_FIELDS,
     array_length,
     nullable_string,
-    topic_id_bytes,
+    topic_reference,
 )
 from mirrorsim.protocol.records.varint import encode_unsigned_varint
 
@@ -150,7 +150,7 @@ class FetchRequestBody(VersionedRequest):
             out += _SESSION.pack(self.session_id, self.session_epoch)
         out += array_length(len(self.topics), flexible)
         for topic in self.topics:
-            out += _topic_named(topic.topic, topic.topic_id, by_id, flexible)
+            out += topic_reference(topic.topic, topic.topic_id, by_id, flexible)
             out += array_length(len(topic.partitions), flexible)
             for p in topic.partitions:
                 out += _partition(p, version)
@@ -159,7 +159,7 @@ class FetchRequestBody(VersionedRequest):
         if version >= FIRST_WITH_SESSIONS:
             out += array_length(len(self.forgotten), flexible)
             for forgotten in self.forgotten:
-                out += _topic_named(forgotten.topic, forgotten.topic_id, by_id, flexible)
+                out += topic_reference(forgotten.topic, forgotten.topic_id, by_id, flexible)
                 out += array_length(len(forgotten.partitions), flexible)
                 out += struct.pack(f">{len(forgotten.partitions)}i", *forgotten.partitions)
                 if flexible:
@@ -181,10 +181,6 @@ class FetchRequestBody(VersionedRequest):
             REPLICA_STATE_TAG, _REPLICA_STATE.size - 2, self.replica_id, self.replica_epoch, 0
         )
         return encode_unsigned_varint(1) + state
-
-
-def _topic_named(topic: str, topic_id: uuid.UUID | None, by_id: bool, flexible: bool) -> bytes:
-    return topic_id_bytes(topic_id) if by_id else nullable_string(topic, flexible)
 
 
 def _partition(p: FetchRequestPartition, version: int) -> bytes:

@@ -41,8 +41,7 @@ from mirrorsim.protocol.messages.wire_writing import (
     INT32,
     NO_TAGGED_FIELDS,
     array_length,
-    nullable_string,
-    topic_id_bytes,
+    topic_reference,
 )
 from mirrorsim.protocol.records.varint import encode_unsigned_varint
 
@@ -128,10 +127,7 @@ class FetchResponseBody(VersionedResponse):
             out = bytearray(INT32.pack(self.throttle_ms))
         out += array_length(len(self.topics), flexible)
         for topic in self.topics:
-            if by_id:
-                out += topic_id_bytes(topic.topic_id)
-            else:
-                out += nullable_string(topic.topic or "", flexible)
+            out += topic_reference(topic.topic or "", topic.topic_id, by_id, flexible)
             out += array_length(len(topic.partitions), flexible)
             for p in topic.partitions:
                 if head is _HEAD_V5:

@@ -30,7 +30,7 @@ from mirrorsim.protocol.messages.wire_writing import (
     NO_TAGGED_FIELDS,
     array_length,
     nullable_string,
-    topic_id_bytes,
+    topic_reference,
 )
 
 PRODUCE_KEY = 0
@@ -90,10 +90,9 @@ class ProduceResponseBody(VersionedResponse):
         with_errors = version >= FIRST_WITH_RECORD_ERRORS
         out = bytearray(array_length(len(self.topics), flexible))
         for topic in self.topics:
-            if version >= FIRST_WITH_TOPIC_ID:
-                out += topic_id_bytes(topic.topic_id)
-            else:
-                out += nullable_string(topic.name, flexible)
+            out += topic_reference(
+                topic.name, topic.topic_id, version >= FIRST_WITH_TOPIC_ID, flexible
+            )
             out += array_length(len(topic.partitions), flexible)
             for p in topic.partitions:
                 if entry is _ENTRY_V5:

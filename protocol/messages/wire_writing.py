@@ -36,3 +36,11 @@ def nullable_string(value: str | None, flexible: bool) -> bytes:
 def topic_id_bytes(topic_id: uuid.UUID | None) -> bytes:
     """A topic id, the zero uuid for none."""
     return (topic_id or uuid.UUID(int=0)).bytes
+
+
+def topic_reference(
+    name: str | None, topic_id: uuid.UUID | None, by_id: bool, flexible: bool
+) -> bytes:
+    """A topic as a message names it: by id in the versions that have topic ids, else by
+    name."""
+    return topic_id_bytes(topic_id) if by_id else nullable_string(name, flexible)

@@ -16,14 +16,18 @@ from mirrorsim.protocol.registry import request_class, response_class
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
-_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+"""Short strings without lone surrogates: any value a Kafka string field can carry."""
+INT8 = st.integers(-(2**7), 2**7 - 1)
+INT32 = st.integers(-(2**31), 2**31 - 1)
+INT64 = st.integers(-(2**63), 2**63 - 1)
 
 
 _INTS = {
-    "int8": st.integers(-(2**7), 2**7 - 1),
+    "int8": INT8,
     "int16": st.integers(-(2**15), 2**15 - 1),
-    "int32": st.integers(-(2**31), 2**31 - 1),
-    "int64": st.integers(-(2**63), 2**63 - 1),
+    "int32": INT32,
+    "int64": INT64,
     "uint8": st.integers(0, 2**8 - 1),
     "uint16": st.integers(0, 2**16 - 1),
     "uint32": st.integers(0, 2**32 - 1),
@@ -39,7 +43,7 @@ def _primitive(kafka_type: str, nullable: bool) -> st.SearchStrategy[Any]:
     elif kafka_type == "bool":
         base = st.booleans()
     elif kafka_type == "string":
-        base = _TEXT
+        base = TEXT
     elif kafka_type in ("bytes", "records"):
         base = st.binary(max_size=16)
     elif kafka_type == "uuid":

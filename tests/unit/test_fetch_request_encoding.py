@@ -7,6 +7,7 @@ import datetime
 from typing import Any
 
 import pytest
+from helpers.protocol_strategies import INT8, INT32, INT64, TEXT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,10 +23,6 @@ from mirrorsim.protocol.messages.fetch_request import (
 )
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
-INT8 = st.integers(-(2**7), 2**7 - 1)
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 UNSET_OR_32 = st.just(-1) | INT32
 UNSET_OR_64 = st.just(-1) | INT64
 

@@ -7,6 +7,7 @@ import datetime
 from typing import Any
 
 import pytest
+from helpers.protocol_strategies import INT32, INT64, TEXT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,9 +30,6 @@ from mirrorsim.protocol.messages.fetch_response import (
 from mirrorsim.protocol.registry import response_class
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 PAIR_32_64 = st.just((-1, -1)) | st.tuples(INT32, INT64)
 PAIR_32_32 = st.just((-1, -1)) | st.tuples(INT32, INT32)
 

@@ -7,6 +7,7 @@ import uuid
 from typing import Any
 
 import pytest
+from helpers.protocol_strategies import INT32, INT64, TEXT
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,9 +25,6 @@ from mirrorsim.protocol.messages.produce_response import (
 from mirrorsim.protocol.registry import response_class
 
 VERSIONS = range(MIN_VERSION, MAX_VERSION + 1)
-INT32 = st.integers(-(2**31), 2**31 - 1)
-INT64 = st.integers(-(2**63), 2**63 - 1)
-TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
 THROTTLE_MS = st.integers(0, 2**31 - 1)
 
 partitions = st.builds(
